@@ -1,0 +1,55 @@
+# edgeq — build, test, cross-compile. `make help` lists the targets.
+GO        ?= go
+PKG       := ./cmd/edgeq
+BIN       := bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+BUILDDATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILDDATE)
+FUZZTIME  ?= 10s
+export CGO_ENABLED = 0
+
+.PHONY: help build run test test-deps unit fuzz lint cross bench clean
+
+help:
+	@echo "make build   build bin/edgeq for this machine"
+	@echo "make run     build and run a node on embedded defaults"
+	@echo "make test    install what the tests need (apt-get, as root), lint, race tests, short fuzz runs"
+	@echo "make cross   static stripped linux/arm64 and linux/arm (v7) binaries in bin/"
+	@echo "make bench   benchmarks (figures for the issue notes)"
+	@echo "make lint    gofmt and go vet"
+
+build:
+	$(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/edgeq $(PKG)
+
+run: build
+	./$(BIN)/edgeq run
+
+test: test-deps lint unit fuzz
+
+test-deps:
+	@scripts/install-test-deps.sh
+
+# The race detector needs cgo.
+unit:
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
+
+fuzz:
+	@scripts/fuzz-short.sh $(FUZZTIME)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+cross:
+	GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/edgeq-linux-arm64 $(PKG)
+	GOOS=linux GOARCH=arm GOARM=7 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/edgeq-linux-armv7 $(PKG)
+	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/edgeq-linux-amd64 $(PKG)
+	@ls -l $(BIN)/edgeq-linux-*
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...
+
+clean:
+	rm -rf $(BIN)

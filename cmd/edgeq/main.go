@@ -1,0 +1,51 @@
+// Command edgeq is the telemetry broker for IoT gateways: the daemon and the
+// tools around it. Each subcommand lives in its own file; this one dispatches.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// command is one subcommand.
+type command struct {
+	name, usage string
+	run         func(args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"wal", "wal check DIR [--repair]   inspect (and repair) a data directory", runWal},
+		{"version", "version                    print version, commit, build date and architecture", runVersion},
+	}
+}
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "edgeq: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: edgeq COMMAND [ARGS]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  edgeq %s\n", c.usage)
+	}
+}

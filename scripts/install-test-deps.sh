@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what the tests need when it is missing. As root it uses apt-get
+# (Debian/Raspberry Pi OS); otherwise it says what to install.
+set -euo pipefail
+need=()
+command -v go >/dev/null || { echo "install Go >= 1.26 first: https://go.dev/doc/install" >&2; exit 1; }
+command -v mosquitto >/dev/null || need+=(mosquitto)
+command -v mosquitto_pub >/dev/null || need+=(mosquitto-clients)
+command -v nats-server >/dev/null || need+=(nats-server)
+command -v socat >/dev/null || need+=(socat)
+command -v ip >/dev/null || need+=(iproute2)
+command -v gcc >/dev/null || need+=(gcc) # the race detector uses cgo
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "the tests need: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2
+    exit 1
+  fi
+  echo "installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# A mosquitto installed as a service is not what the tests use (they start their own).
+if command -v systemctl >/dev/null && systemctl is-active --quiet mosquitto 2>/dev/null; then
+  echo "note: a system mosquitto is running; the tests start their own on free ports"
+fi

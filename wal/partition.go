@@ -1,0 +1,440 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	twal "github.com/tidwall/wal"
+)
+
+// partition is one tidwall/wal log in its own directory with one writer
+// goroutine that owns its tail. Locking:
+//   - mu guards the tidwall handle pointer and serializes every tidwall call except
+//     the writer's WriteBatch/Sync (tidwall's concurrent Reads panic, GOTCHAS 1.6;
+//     tidwall's own lock orders a Read against a write).
+//   - the writer goroutine alone writes and alone replaces the handle (under mu).
+type partition struct {
+	id     int
+	dir    string
+	opts   *Options
+	logger *slog.Logger
+
+	mu  sync.Mutex
+	log *twal.Log
+
+	reqs chan *appendReq
+
+	// Written by the writer only; read by anyone.
+	last    atomic.Uint64 // last index written to the OS
+	durable atomic.Uint64 // high-water mark: last index durable under the mode
+	first   atomic.Uint64 // first index still in the log
+	size    atomic.Int64  // bytes of all segment files
+
+	segTimes map[uint64]int64 // newest ingest time per finished segment; guarded by mu
+
+	notifyMu sync.Mutex
+	notify   chan struct{} // closed and replaced when durable or first moves
+
+	stats partitionStats
+
+	// writer-owned
+	batch     twal.Batch
+	scratch   []byte
+	tailBytes int // bytes in the tail segment, to notice when tidwall cycles
+}
+
+// partitionStats are counters read by Stats; all atomic.
+type partitionStats struct {
+	appends      atomic.Uint64
+	appendBytes  atomic.Uint64
+	batches      atomic.Uint64
+	fsyncs       atomic.Uint64
+	writeErrors  atomic.Uint64
+	repairs      atomic.Uint64
+	corrupt      atomic.Uint64 // records skipped by readers because their CRC failed
+	droppedBytes atomic.Uint64
+	dropped      atomic.Uint64 // records removed by retention before every consumer committed them
+	fsyncLatency Histogram
+}
+
+func twalOptions(o *Options) *twal.Options {
+	// Always a fresh struct: twal.DefaultOptions is a mutable global (GOTCHAS 1.2).
+	return &twal.Options{
+		NoSync:           true, // we fsync ourselves: group commit
+		SegmentSize:      o.SegmentSize,
+		LogFormat:        twal.Binary,
+		SegmentCacheSize: o.SegmentCache,
+		NoCopy:           true, // readers copy under p.mu straight away
+		AllowEmpty:       true, // retention may empty a partition; offsets stay monotonic
+		DirPerms:         0o750,
+		FilePerms:        0o640,
+	}
+}
+
+// openPartition opens (and if needed repairs) the log in dir. It reports what
+// it repaired in the returned openReport.
+func openPartition(id int, dir string, opts *Options, logger *slog.Logger) (*partition, openReport, error) {
+	p := &partition{
+		id:       id,
+		dir:      dir,
+		opts:     opts,
+		logger:   logger.With("partition", id),
+		reqs:     make(chan *appendReq, opts.QueueDepth),
+		notify:   make(chan struct{}),
+		segTimes: make(map[uint64]int64),
+	}
+	rep, err := p.open()
+	if err != nil {
+		return nil, rep, err
+	}
+	return p, rep, nil
+}
+
+// openReport tells what opening a partition found and repaired.
+type openReport struct {
+	TempFiles    int    // leftover *.TEMP files removed
+	TornBytes    int64  // bytes cut from a torn or garbage tail
+	BadTail      uint64 // records with a failing CRC cut from the tail
+	BadInside    uint64 // records with a failing CRC inside the last segment (kept, skipped by readers)
+	First, Last  uint64
+	TailSegments int
+}
+
+func (p *partition) open() (openReport, error) {
+	var rep openReport
+	if _, err := os.Stat(p.dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(p.dir, 0o750); err != nil {
+			return rep, fmt.Errorf("wal: create partition %d: %w", p.id, err)
+		}
+		if err := fsyncDir(filepath.Dir(p.dir)); err != nil {
+			return rep, err
+		}
+	}
+	n, err := cleanTemp(p.dir)
+	rep.TempFiles = n
+	if err != nil {
+		return rep, fmt.Errorf("wal: open partition %d: %w", p.id, err)
+	}
+	l, err := twal.Open(p.dir, twalOptions(p.opts))
+	if errors.Is(err, twal.ErrCorrupt) {
+		// A torn frame in the last segment: cut back to the last complete frame.
+		res, rerr := repairDir(p.dir, math.MaxUint64)
+		if rerr != nil {
+			return rep, fmt.Errorf("wal: repair partition %d: %w", p.id, rerr)
+		}
+		rep.TornBytes += res.CutBytes
+		l, err = twal.Open(p.dir, twalOptions(p.opts))
+	}
+	if err != nil {
+		return rep, fmt.Errorf("wal: open partition %d: %w", p.id, err)
+	}
+	// Frames that parse can still be garbage (zero fill, a sector of another
+	// file): validate the last segment's records by CRC and cut an invalid tail.
+	validLast, badInside, err := validateTail(p.dir)
+	if err != nil {
+		_ = l.Close()
+		return rep, fmt.Errorf("wal: validate partition %d: %w", p.id, err)
+	}
+	last, _ := l.LastIndex()
+	if validLast < last {
+		if err := l.Close(); err != nil && !errors.Is(err, twal.ErrCorrupt) {
+			return rep, fmt.Errorf("wal: close partition %d for repair: %w", p.id, err)
+		}
+		res, rerr := repairDir(p.dir, validLast)
+		if rerr != nil {
+			return rep, fmt.Errorf("wal: repair partition %d: %w", p.id, rerr)
+		}
+		rep.TornBytes += res.CutBytes
+		rep.BadTail = last - validLast
+		if l, err = twal.Open(p.dir, twalOptions(p.opts)); err != nil {
+			return rep, fmt.Errorf("wal: reopen partition %d after repair: %w", p.id, err)
+		}
+	}
+	rep.BadInside = badInside
+	if err := fsyncDir(p.dir); err != nil {
+		_ = l.Close()
+		return rep, err
+	}
+	first, _ := l.FirstIndex()
+	last, _ = l.LastIndex()
+	rep.First, rep.Last = first, last
+	if rep.TornBytes > 0 || rep.BadTail > 0 {
+		p.stats.repairs.Add(1)
+	}
+	p.log = l
+	p.first.Store(first)
+	p.last.Store(last)
+	p.durable.Store(last)
+	if p.tailBytes, err = p.refreshSize(); err != nil {
+		_ = l.Close()
+		return rep, err
+	}
+	return rep, nil
+}
+
+// validateTail checks the CRC of every record in the last segment. It returns
+// the index of the last valid record (everything after it is a bad tail) and the
+// number of bad records before it.
+func validateTail(dir string) (validLast uint64, badInside uint64, err error) {
+	segs, err := listSegments(dir)
+	if err != nil || len(segs) == 0 {
+		return 0, 0, err
+	}
+	tail := segs[len(segs)-1]
+	data, err := readFile(tail.path)
+	if err != nil {
+		return 0, 0, err
+	}
+	validLast = tail.first - 1
+	var bad uint64
+	var rec Record
+	scanFrames(data, math.MaxUint64, func(i uint64, frame []byte) {
+		if DecodeRecord(frame, &rec) != nil {
+			bad++
+			return
+		}
+		badInside += bad
+		bad = 0
+		validLast = tail.first + i
+	})
+	return validLast, badInside, nil
+}
+
+// refreshSize recounts the bytes of all segment files and returns the size of
+// the tail segment.
+func (p *partition) refreshSize() (tail int, err error) {
+	segs, err := listSegments(p.dir)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, s := range segs {
+		total += s.size
+	}
+	p.size.Store(total)
+	if len(segs) > 0 {
+		tail = int(segs[len(segs)-1].size)
+	}
+	return tail, nil
+}
+
+// advance publishes new durable and first indexes and wakes waiting readers.
+func (p *partition) advance() {
+	p.notifyMu.Lock()
+	close(p.notify)
+	p.notify = make(chan struct{})
+	p.notifyMu.Unlock()
+}
+
+func (p *partition) waitChan() <-chan struct{} {
+	p.notifyMu.Lock()
+	ch := p.notify
+	p.notifyMu.Unlock()
+	return ch
+}
+
+// run is the writer goroutine: group commit under the durability mode.
+func (p *partition) run(done chan<- struct{}) {
+	defer close(done)
+	var (
+		pending  []*appendReq // written, waiting for fsync
+		batch    = make([]*appendReq, 0, p.opts.MaxBatch)
+		lastSync = time.Now()
+		timer    = time.NewTimer(time.Hour)
+		timerOn  bool
+	)
+	timer.Stop()
+	for {
+		var req *appendReq
+		ok := true
+		if len(pending) == 0 {
+			req, ok = <-p.reqs
+		} else {
+			select {
+			case req, ok = <-p.reqs:
+			case <-timer.C:
+				timerOn = false
+				pending = p.flush(pending)
+				lastSync = time.Now()
+				continue
+			}
+		}
+		if !ok {
+			if len(pending) > 0 {
+				p.flush(pending)
+			}
+			return
+		}
+		batch = append(batch[:0], req)
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case r, more := <-p.reqs:
+				if !more {
+					break drain // the next receive sees the close
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		err := p.writeReqs(batch)
+		if err != nil {
+			// The handle was repaired back to the last good record; one retry
+			// covers a transient error, a persistent one (ENOSPC) fails the batch.
+			err = p.writeReqs(batch)
+		}
+		if err != nil {
+			completeAll(batch, err)
+		} else {
+			pending = append(pending, batch...)
+		}
+		if len(pending) == 0 {
+			continue
+		}
+		switch p.opts.Durability {
+		case DurabilityNone:
+			p.publishDurable(p.last.Load())
+			completeAll(pending, nil)
+			pending = pending[:0]
+		case DurabilityAlways:
+			pending = p.flush(pending)
+		case DurabilityInterval:
+			if since := time.Since(lastSync); since >= p.opts.FsyncInterval {
+				if timerOn {
+					timer.Stop()
+					timerOn = false
+				}
+				pending = p.flush(pending)
+				lastSync = time.Now()
+			} else if !timerOn {
+				timer.Reset(p.opts.FsyncInterval - since)
+				timerOn = true
+			}
+		}
+	}
+}
+
+// writeReqs encodes reqs and writes them as one tidwall batch. On error the
+// partition is cut back to its last good record and reopened.
+func (p *partition) writeReqs(reqs []*appendReq) error {
+	next := p.last.Load() + 1
+	p.batch.Clear()
+	var bytes int
+	tail := p.tailBytes
+	cycled := false
+	for i, r := range reqs {
+		p.scratch = r.encode(p.scratch[:0])
+		p.batch.Write(next+uint64(i), p.scratch)
+		r.pos = Position{Partition: p.id, Offset: next + uint64(i), Seq: r.seq}
+		frame := len(p.scratch) + uvarintLen(uint64(len(p.scratch)))
+		bytes += frame
+		// Mirror tidwall's cycling (wal.go writeBatch): a new tail segment is
+		// started once the tail reaches SegmentSize.
+		if tail > p.opts.SegmentSize {
+			tail, cycled = 0, true
+		}
+		if tail += frame; tail >= p.opts.SegmentSize {
+			tail, cycled = 0, true
+		}
+	}
+	if err := p.log.WriteBatch(&p.batch); err != nil {
+		p.stats.writeErrors.Add(1)
+		return p.recover(p.last.Load(), fmt.Errorf("wal: write partition %d: %w", p.id, err))
+	}
+	p.tailBytes = tail
+	p.size.Add(int64(bytes))
+	if cycled {
+		// A new tail segment: make its directory entry durable and drop the
+		// finished segment from RAM (readers reload it when they lag).
+		if err := fsyncDir(p.dir); err != nil {
+			p.logger.Warn("fsync partition directory", "err", err)
+		}
+		p.mu.Lock()
+		_ = p.log.ClearCache()
+		p.mu.Unlock()
+	}
+	p.last.Store(next + uint64(len(reqs)) - 1)
+	p.stats.appends.Add(uint64(len(reqs)))
+	p.stats.appendBytes.Add(uint64(bytes))
+	p.stats.batches.Add(1)
+	return nil
+}
+
+// flush fsyncs and completes pending appends. On a failed fsync the data
+// written since the last good fsync is in an unknown state: cut back to the
+// durable mark, write the pending records again and fsync once more.
+func (p *partition) flush(pending []*appendReq) []*appendReq {
+	err := p.sync()
+	if err != nil {
+		if err = p.writeReqs(pending); err == nil {
+			err = p.sync()
+		}
+	}
+	if err == nil {
+		p.publishDurable(p.last.Load())
+	}
+	completeAll(pending, err)
+	return pending[:0]
+}
+
+func (p *partition) sync() error {
+	start := time.Now()
+	err := p.log.Sync()
+	p.stats.fsyncLatency.Observe(time.Since(start))
+	p.stats.fsyncs.Add(1)
+	if err != nil {
+		p.stats.writeErrors.Add(1)
+		return p.recover(p.durable.Load(), fmt.Errorf("wal: fsync partition %d: %w", p.id, err))
+	}
+	return nil
+}
+
+func (p *partition) publishDurable(idx uint64) {
+	if idx != p.durable.Load() {
+		p.durable.Store(idx)
+		p.advance()
+	}
+}
+
+// recover closes the (possibly corrupt) tidwall handle, cuts the files back to
+// keep and reopens. tidwall updates its tail buffer before the write, so after
+// any write error the handle must not be used again (GOTCHAS 1.4). It returns
+// cause, or a joined error when recovery itself failed.
+func (p *partition) recover(keep uint64, cause error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stats.repairs.Add(1)
+	_ = p.log.Close() // may fail with the same error; the files are repaired below
+	if _, err := repairDir(p.dir, keep); err != nil {
+		p.logger.Error("repair after write error failed", "err", err, "cause", cause)
+		return errors.Join(cause, err)
+	}
+	l, err := twal.Open(p.dir, twalOptions(p.opts))
+	if err != nil {
+		p.logger.Error("reopen after write error failed", "err", err, "cause", cause)
+		return errors.Join(cause, err)
+	}
+	p.log = l
+	last, _ := l.LastIndex()
+	p.last.Store(last)
+	if last < p.durable.Load() {
+		p.durable.Store(last)
+	}
+	p.tailBytes, _ = p.refreshSize()
+	p.logger.Warn("partition repaired after write error", "cause", cause, "last", last)
+	return cause
+}
+
+func completeAll(reqs []*appendReq, err error) {
+	for _, r := range reqs {
+		r.complete(err)
+	}
+}

@@ -1,0 +1,74 @@
+package wal
+
+// PartitionStats is a snapshot of one partition.
+type PartitionStats struct {
+	Partition     int
+	Hot           bool
+	First         uint64 // first stored offset
+	Last          uint64 // last written offset
+	Durable       uint64 // high-water mark readers may see
+	Bytes         int64
+	Appends       uint64
+	AppendBytes   uint64
+	Batches       uint64
+	Fsyncs        uint64
+	WriteErrors   uint64
+	Repairs       uint64
+	Corrupt       uint64
+	Dropped       uint64
+	DroppedBytes  uint64
+	FsyncLatency  HistogramSnapshot
+	QueuedAppends int
+}
+
+// Stats is a snapshot of the log.
+type Stats struct {
+	Partitions []PartitionStats
+	Devices    int
+	MaxDevices int
+	Bytes      int64
+	MaxBytes   int64
+	Full       bool
+	// Rejected appends by reason: bad_device_id, too_large, too_many_devices,
+	// full, closed.
+	Rejected map[string]uint64
+}
+
+// Stats returns counters and positions of every partition.
+func (l *Log) Stats() Stats {
+	s := Stats{MaxDevices: l.opts.MaxDevices, MaxBytes: l.opts.MaxBytes, Full: l.full.Load()}
+	for _, p := range l.parts {
+		ps := PartitionStats{
+			Partition:     p.id,
+			Hot:           p.id >= l.opts.Partitions,
+			First:         p.first.Load(),
+			Last:          p.last.Load(),
+			Durable:       p.durable.Load(),
+			Bytes:         p.size.Load(),
+			Appends:       p.stats.appends.Load(),
+			AppendBytes:   p.stats.appendBytes.Load(),
+			Batches:       p.stats.batches.Load(),
+			Fsyncs:        p.stats.fsyncs.Load(),
+			WriteErrors:   p.stats.writeErrors.Load(),
+			Repairs:       p.stats.repairs.Load(),
+			Corrupt:       p.stats.corrupt.Load(),
+			Dropped:       p.stats.dropped.Load(),
+			DroppedBytes:  p.stats.droppedBytes.Load(),
+			FsyncLatency:  p.stats.fsyncLatency.Snapshot(),
+			QueuedAppends: len(p.reqs),
+		}
+		s.Bytes += ps.Bytes
+		s.Partitions = append(s.Partitions, ps)
+	}
+	l.mu.Lock()
+	s.Devices = l.devices.Len()
+	l.mu.Unlock()
+	s.Rejected = map[string]uint64{
+		"bad_device_id":    l.rejected.badDevice.Load(),
+		"too_large":        l.rejected.tooLarge.Load(),
+		"too_many_devices": l.rejected.tooManyDevices.Load(),
+		"full":             l.rejected.full.Load(),
+		"closed":           l.rejected.closed.Load(),
+	}
+	return s
+}
