@@ -37,7 +37,7 @@ func appendN(t testing.TB, l *Log, device string, n int) []Position {
 	t.Helper()
 	var out []Position
 	for i := 0; i < n; i++ {
-		pos, err := l.Append(context.Background(), &Record{Device: device, Source: "test", Payload: []byte(fmt.Sprintf("%s-%d", device, i))})
+		pos, err := l.Append(context.Background(), &Record{Device: device, Source: "test", Payload: payloadFor(device, i)})
 		if err != nil {
 			t.Fatalf("append %s #%d: %v", device, i, err)
 		}
@@ -65,3 +65,10 @@ func readAll(t testing.TB, l *Log, p int) []Entry {
 }
 
 func removeFile(dir, name string) error { return os.Remove(filepath.Join(dir, name)) }
+
+// payloadFor is the test payload of a device's i-th record: unique, delimited
+// (so a search for one never matches another) and large enough that a few
+// hundred records span several 64 KiB segments.
+func payloadFor(device string, i int) []byte {
+	return []byte(fmt.Sprintf("<%s-%d>%0120d", device, i, i))
+}

@@ -49,7 +49,7 @@ func TestAppendReadRoundTrip(t *testing.T) {
 						t.Fatalf("partition %d offset %d: %s seq %d after %d", p, e.Offset, e.Record.Device, e.Record.Seq, lastSeq[e.Record.Device])
 					}
 					lastSeq[e.Record.Device] = e.Record.Seq
-					want := fmt.Sprintf("%s-%d", e.Record.Device, e.Record.Seq-1)
+					want := string(payloadFor(e.Record.Device, int(e.Record.Seq-1)))
 					if string(e.Record.Payload) != want || e.Record.Source != "test" || e.Record.Time == 0 {
 						t.Fatalf("record %+v, want payload %q", e.Record, want)
 					}

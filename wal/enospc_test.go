@@ -1,0 +1,102 @@
+package wal
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// requireRoot skips (or fails under CI=true) a test that needs root.
+func requireRoot(t *testing.T, what string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s needs root, and CI=true", what)
+		}
+		t.Skipf("%s needs root", what)
+	}
+}
+
+// mountTmpfs mounts a size-limited tmpfs at a new directory for the test.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	requireRoot(t, "mounting a small tmpfs")
+	dir := filepath.Join(t.TempDir(), "small")
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("mount tmpfs: %v: %s", err, out)
+		}
+		t.Skipf("mount tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+func TestDiskFull(t *testing.T) {
+	dir := mountTmpfs(t, "1m")
+	o := testOptions()
+	o.Partitions, o.HotPartitions = 1, 0
+	o.MaxBytes = 0 // no budget: the disk itself runs full
+	// Leave room for the filler: it is freed later to bring space back.
+	filler := filepath.Join(dir, "filler")
+	if err := os.WriteFile(filler, make([]byte, 256<<10), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	l := openTest(t, filepath.Join(dir, "data"), o)
+	var acked []Position
+	var fullErr error
+	for i := 0; i < 100000; i++ {
+		pos, err := l.Append(context.Background(), &Record{Device: "dev", Payload: payloadFor("dev", i)})
+		if err != nil {
+			fullErr = err
+			break
+		}
+		acked = append(acked, pos)
+	}
+	if !errors.Is(fullErr, syscall.ENOSPC) {
+		t.Fatalf("filling the disk ended with %v, want ENOSPC", fullErr)
+	}
+	if len(acked) < 100 {
+		t.Fatalf("only %d appends before ENOSPC", len(acked))
+	}
+	// Appends keep failing cleanly while the disk is full, without a crash.
+	for i := 0; i < 3; i++ {
+		if _, err := l.Append(context.Background(), &Record{Device: "dev", Payload: payloadFor("dev", 1)}); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("append on a full disk: %v", err)
+		}
+	}
+	if s := l.Stats().Partitions[0]; s.WriteErrors == 0 || s.Repairs == 0 {
+		t.Fatalf("write errors not counted: %+v", s)
+	}
+	// Nothing durable was lost, and the log is readable.
+	es := readAll(t, l, 0)
+	if len(es) != len(acked) {
+		t.Fatalf("%d records readable, %d acknowledged", len(es), len(acked))
+	}
+	// Space returns: appends succeed again, the sequence goes on.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	pos, err := l.Append(context.Background(), &Record{Device: "dev", Payload: []byte("after")})
+	if err != nil {
+		t.Fatalf("append after space returned: %v", err)
+	}
+	if pos.Offset != uint64(len(acked)+1) || pos.Seq <= acked[len(acked)-1].Seq {
+		t.Fatalf("append after space returned at %+v, last acked %+v", pos, acked[len(acked)-1])
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	l = openTest(t, filepath.Join(dir, "data"), o)
+	defer l.Close()
+	if es := readAll(t, l, 0); len(es) != len(acked)+1 || string(es[len(es)-1].Record.Payload) != "after" {
+		t.Fatalf("after reopen: %d records", len(es))
+	}
+}
