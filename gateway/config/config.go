@@ -1,0 +1,359 @@
+// Package config is edgeq's node configuration: embedded defaults, then a YAML
+// file, then EDGEQ_* environment variables, then command-line flags. Unknown
+// keys and invalid values are rejected with a message that names the key.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"edgeq/wal"
+)
+
+// Config is the whole node configuration. Every field has a yaml key; the
+// environment variable of a scalar is EDGEQ_ plus its key path in upper case
+// joined by '_' (nats.listen → EDGEQ_NATS_LISTEN).
+type Config struct {
+	// NodeID names this node in headers and in the cluster. Empty: generated
+	// once and kept in the data directory.
+	NodeID string `yaml:"node_id"`
+	// DataDir holds the log, offsets and node identity (default ./edgeq-data).
+	DataDir string `yaml:"data_dir"`
+	// LogLevel is debug, info, warn or error (default info).
+	LogLevel string `yaml:"log_level"`
+	// ShutdownTimeout bounds the drain on SIGTERM (default 10s).
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+
+	NATS   NATS          `yaml:"nats"`
+	HTTP   HTTP          `yaml:"http"`
+	WAL    WAL           `yaml:"wal"`
+	Queue  QueueDefaults `yaml:"queue"`
+	Groups []Group       `yaml:"groups"`
+	Hot    Hot           `yaml:"hot"`
+}
+
+// NATS is the NATS client-protocol listener.
+type NATS struct {
+	// Listen is host:port (default 127.0.0.1:4222). Beyond loopback it needs
+	// auth_token or users.
+	Listen    string `yaml:"listen"`
+	AuthToken string `yaml:"auth_token"`
+	Users     []User `yaml:"users"`
+	// TelemetryPrefix is the first subject token of stored telemetry
+	// (default "telemetry": PUB telemetry.<device>).
+	TelemetryPrefix string `yaml:"telemetry_prefix"`
+	// MaxPayload is the largest message accepted (default 1MiB).
+	MaxPayload ByteSize `yaml:"max_payload"`
+	// MaxControlLine is the longest protocol line (default 4KiB).
+	MaxControlLine ByteSize `yaml:"max_control_line"`
+	// MaxConnections bounds client connections (default 1024).
+	MaxConnections int `yaml:"max_connections"`
+	// MaxSubscriptions bounds subscriptions per connection (default 1024).
+	MaxSubscriptions int `yaml:"max_subscriptions"`
+	// MaxPending is the output a slow connection may have queued before it is
+	// closed as a slow consumer (default 8MiB).
+	MaxPending ByteSize `yaml:"max_pending"`
+	// WriteDeadline closes a connection whose socket accepts nothing for this
+	// long (default 5s).
+	WriteDeadline time.Duration `yaml:"write_deadline"`
+	// PingInterval and MaxPingsOut detect dead clients (default 20s, 3).
+	PingInterval time.Duration `yaml:"ping_interval"`
+	MaxPingsOut  int           `yaml:"max_pings_out"`
+	// AuthTimeout is how long a new connection has to send CONNECT (default 5s).
+	AuthTimeout time.Duration `yaml:"auth_timeout"`
+}
+
+// User is one user/password pair for NATS clients.
+type User struct {
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+}
+
+// HTTP is the HTTP API listener.
+type HTTP struct {
+	// Listen is host:port (default 127.0.0.1:8222); empty disables HTTP.
+	Listen string `yaml:"listen"`
+	// Token, when set, is required as "Authorization: Bearer <token>" on every
+	// endpoint but /healthz and /readyz.
+	Token string `yaml:"token"`
+}
+
+// WAL configures the telemetry log; see wal.Options for the meaning.
+type WAL struct {
+	Partitions    int            `yaml:"partitions"`
+	HotPartitions int            `yaml:"hot_partitions"`
+	SegmentSize   ByteSize       `yaml:"segment_size"`
+	Durability    wal.Durability `yaml:"durability"`
+	FsyncInterval time.Duration  `yaml:"fsync_interval"`
+	MaxBytes      ByteSize       `yaml:"max_bytes"`
+	MaxAge        time.Duration  `yaml:"max_age"`
+	FullPolicy    wal.FullPolicy `yaml:"full_policy"`
+	MaxDevices    int            `yaml:"max_devices"`
+}
+
+// QueueDefaults apply to every queue group that does not set its own.
+type QueueDefaults struct {
+	AckWait        time.Duration `yaml:"ack_wait"`
+	MaxDeliver     int           `yaml:"max_deliver"`
+	MaxInFlight    int           `yaml:"max_in_flight"`
+	GroupTTL       time.Duration `yaml:"group_ttl"`
+	ReadAheadMsgs  int           `yaml:"read_ahead_msgs"`
+	ReadAheadBytes ByteSize      `yaml:"read_ahead_bytes"`
+	MaxGroups      int           `yaml:"max_groups"`
+}
+
+// Group declares a queue group that exists without members.
+type Group struct {
+	Subject  string `yaml:"subject"`
+	Queue    string `yaml:"queue"`
+	Deliver  string `yaml:"deliver"`  // new | all (default all for declared groups)
+	Ordering string `yaml:"ordering"` // per_device (default) | none
+	Strategy string `yaml:"strategy"` // random (default) | sticky
+	// Zero values take the queue defaults.
+	AckWait     time.Duration `yaml:"ack_wait"`
+	MaxDeliver  int           `yaml:"max_deliver"`
+	MaxInFlight int           `yaml:"max_in_flight"`
+}
+
+// Hot configures hot-device isolation.
+type Hot struct {
+	Enabled bool          `yaml:"enabled"`
+	Window  time.Duration `yaml:"window"`
+	Factor  float64       `yaml:"factor"`
+	MinRate float64       `yaml:"min_rate"`
+}
+
+// Default returns the embedded defaults: a node that runs with no file.
+func Default() Config {
+	w := wal.DefaultOptions()
+	return Config{
+		DataDir:         "./edgeq-data",
+		LogLevel:        "info",
+		ShutdownTimeout: 10 * time.Second,
+		NATS: NATS{
+			Listen:           "127.0.0.1:4222",
+			TelemetryPrefix:  "telemetry",
+			MaxPayload:       1 << 20,
+			MaxControlLine:   4096,
+			MaxConnections:   1024,
+			MaxSubscriptions: 1024,
+			MaxPending:       8 << 20,
+			WriteDeadline:    5 * time.Second,
+			PingInterval:     20 * time.Second,
+			MaxPingsOut:      3,
+			AuthTimeout:      5 * time.Second,
+		},
+		HTTP: HTTP{Listen: "127.0.0.1:8222"},
+		WAL: WAL{
+			Partitions:    w.Partitions,
+			HotPartitions: w.HotPartitions,
+			SegmentSize:   ByteSize(w.SegmentSize),
+			Durability:    w.Durability,
+			FsyncInterval: w.FsyncInterval,
+			MaxBytes:      ByteSize(w.MaxBytes),
+			FullPolicy:    w.FullPolicy,
+			MaxDevices:    w.MaxDevices,
+		},
+		Queue: QueueDefaults{
+			AckWait:        30 * time.Second,
+			MaxDeliver:     5,
+			MaxInFlight:    256,
+			GroupTTL:       24 * time.Hour,
+			ReadAheadMsgs:  1024,
+			ReadAheadBytes: 4 << 20,
+			MaxGroups:      64,
+		},
+		Hot: Hot{Enabled: true, Window: 10 * time.Second, Factor: 10, MinRate: 50},
+	}
+}
+
+// WALOptions converts the wal section to wal.Options.
+func (c *Config) WALOptions() wal.Options {
+	o := wal.DefaultOptions()
+	o.Partitions = c.WAL.Partitions
+	o.HotPartitions = c.WAL.HotPartitions
+	o.SegmentSize = int(c.WAL.SegmentSize)
+	o.Durability = c.WAL.Durability
+	o.FsyncInterval = c.WAL.FsyncInterval
+	o.MaxBytes = int64(c.WAL.MaxBytes)
+	o.MaxAge = c.WAL.MaxAge
+	o.FullPolicy = c.WAL.FullPolicy
+	o.MaxDevices = c.WAL.MaxDevices
+	o.MaxRecordBytes = int(c.NATS.MaxPayload) + 64<<10 // payload plus device, headers, framing
+	return o
+}
+
+// Validate checks every value and names each bad key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.NodeID != "" && wal.ValidateDeviceID(c.NodeID) != nil {
+		bad("node_id", "%q: use 1-128 characters of [A-Za-z0-9_:@-]", c.NodeID)
+	}
+	if c.DataDir == "" {
+		bad("data_dir", "empty")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level", "%q, want debug, info, warn or error", c.LogLevel)
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("shutdown_timeout", "%v, want > 0", c.ShutdownTimeout)
+	}
+	c.validateNATS(bad)
+	if c.HTTP.Listen != "" {
+		if err := checkHostPort(c.HTTP.Listen); err != nil {
+			bad("http.listen", "%v", err)
+		} else if !isLoopback(c.HTTP.Listen) && c.HTTP.Token == "" {
+			bad("http.listen", "%q is beyond loopback: set http.token", c.HTTP.Listen)
+		}
+	}
+	wo := c.WALOptions()
+	if err := wo.Validate(); err != nil {
+		bad("wal", "%v", strings.TrimPrefix(err.Error(), "wal: invalid options: "))
+	}
+	q := c.Queue
+	if q.AckWait < time.Millisecond {
+		bad("queue.ack_wait", "%v, want >= 1ms", q.AckWait)
+	}
+	if q.MaxDeliver < 1 {
+		bad("queue.max_deliver", "%d, want >= 1", q.MaxDeliver)
+	}
+	if q.MaxInFlight < 1 || q.MaxInFlight > 1<<16 {
+		bad("queue.max_in_flight", "%d, want 1..65536", q.MaxInFlight)
+	}
+	if q.GroupTTL < 0 {
+		bad("queue.group_ttl", "%v, want >= 0", q.GroupTTL)
+	}
+	if q.ReadAheadMsgs < 1 || q.ReadAheadBytes < 1024 {
+		bad("queue.read_ahead_msgs", "%d msgs / %d bytes, want >= 1 and >= 1KiB", q.ReadAheadMsgs, q.ReadAheadBytes)
+	}
+	if q.MaxGroups < 1 {
+		bad("queue.max_groups", "%d, want >= 1", q.MaxGroups)
+	}
+	seen := map[string]bool{}
+	for i, g := range c.Groups {
+		key := fmt.Sprintf("groups[%d]", i)
+		if g.Subject == "" || g.Queue == "" {
+			bad(key, "subject and queue are required")
+		}
+		if seen[g.Subject+" "+g.Queue] {
+			bad(key, "group (%s, %s) declared twice", g.Subject, g.Queue)
+		}
+		seen[g.Subject+" "+g.Queue] = true
+		if !oneOf(g.Deliver, "", "new", "all") {
+			bad(key+".deliver", "%q, want new or all", g.Deliver)
+		}
+		if !oneOf(g.Ordering, "", "per_device", "none") {
+			bad(key+".ordering", "%q, want per_device or none", g.Ordering)
+		}
+		if !oneOf(g.Strategy, "", "random", "sticky") {
+			bad(key+".strategy", "%q, want random or sticky", g.Strategy)
+		}
+		if g.AckWait < 0 || g.MaxDeliver < 0 || g.MaxInFlight < 0 {
+			bad(key, "ack_wait, max_deliver and max_in_flight must not be negative")
+		}
+	}
+	if c.Hot.Enabled {
+		if c.Hot.Window < time.Second {
+			bad("hot.window", "%v, want >= 1s", c.Hot.Window)
+		}
+		if c.Hot.Factor <= 1 {
+			bad("hot.factor", "%v, want > 1", c.Hot.Factor)
+		}
+		if c.Hot.MinRate <= 0 {
+			bad("hot.min_rate", "%v, want > 0", c.Hot.MinRate)
+		}
+		if c.WAL.HotPartitions == 0 {
+			bad("hot.enabled", "needs wal.hot_partitions > 0")
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
+	n := c.NATS
+	if err := checkHostPort(n.Listen); err != nil {
+		bad("nats.listen", "%v", err)
+	} else if !isLoopback(n.Listen) && n.AuthToken == "" && len(n.Users) == 0 {
+		bad("nats.listen", "%q is beyond loopback: set nats.auth_token or nats.users", n.Listen)
+	}
+	for i, u := range n.Users {
+		if u.User == "" || u.Password == "" {
+			bad(fmt.Sprintf("nats.users[%d]", i), "user and password are required")
+		}
+	}
+	if n.AuthToken != "" && len(n.Users) > 0 {
+		bad("nats.auth_token", "set either auth_token or users, not both")
+	}
+	if n.TelemetryPrefix == "" || strings.ContainsAny(n.TelemetryPrefix, ".*> \t") {
+		bad("nats.telemetry_prefix", "%q, want one subject token", n.TelemetryPrefix)
+	}
+	if n.MaxPayload < 1024 || n.MaxPayload > 64<<20 {
+		bad("nats.max_payload", "%d, want 1KiB..64MiB", n.MaxPayload)
+	}
+	if n.MaxControlLine < 256 || n.MaxControlLine > 1<<20 {
+		bad("nats.max_control_line", "%d, want 256B..1MiB", n.MaxControlLine)
+	}
+	if n.MaxConnections < 1 {
+		bad("nats.max_connections", "%d, want >= 1", n.MaxConnections)
+	}
+	if n.MaxSubscriptions < 1 {
+		bad("nats.max_subscriptions", "%d, want >= 1", n.MaxSubscriptions)
+	}
+	if n.MaxPending < n.MaxPayload {
+		bad("nats.max_pending", "%d, want >= max_payload (%d)", n.MaxPending, n.MaxPayload)
+	}
+	if n.WriteDeadline <= 0 {
+		bad("nats.write_deadline", "%v, want > 0", n.WriteDeadline)
+	}
+	if n.PingInterval <= 0 || n.MaxPingsOut < 1 {
+		bad("nats.ping_interval", "%v with max_pings_out %d, want > 0 and >= 1", n.PingInterval, n.MaxPingsOut)
+	}
+	if n.AuthTimeout <= 0 {
+		bad("nats.auth_timeout", "%v, want > 0", n.AuthTimeout)
+	}
+}
+
+func oneOf(s string, options ...string) bool {
+	for _, o := range options {
+		if s == o {
+			return true
+		}
+	}
+	return false
+}
+
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: %v", addr, err)
+	}
+	if port == "" {
+		return fmt.Errorf("%q: no port", addr)
+	}
+	_ = host
+	return nil
+}
+
+// isLoopback reports whether addr listens on loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,155 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"edgeq/wal"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "edgeq.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultsAreValid(t *testing.T) {
+	cfg, err := Load("", nil, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NATS.Listen != "127.0.0.1:4222" || cfg.HTTP.Listen != "127.0.0.1:8222" || cfg.DataDir != "./edgeq-data" {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+}
+
+func TestPrecedenceFileEnvFlags(t *testing.T) {
+	path := writeFile(t, `
+data_dir: /from/file
+log_level: debug
+nats:
+  listen: 127.0.0.1:5000
+  max_payload: 2MiB
+wal:
+  durability: always
+  fsync_interval: 20ms
+groups:
+  - subject: telemetry.>
+    queue: uploader
+    deliver: all
+`)
+	env := []string{"EDGEQ_DATA_DIR=/from/env", "EDGEQ_NATS_LISTEN=127.0.0.1:6000", "EDGEQ_WAL_MAX_BYTES=512MiB",
+		"EDGEQ_QUEUE_ACK_WAIT=45s", "EDGEQ_HOT_ENABLED=false", "PATH=/bin", "EDGEQ_CONFIG=ignored"}
+	cfg, err := Load(path, env, Flags{NATSListen: "127.0.0.1:7000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"data_dir from env over file", cfg.DataDir, "/from/env"},
+		{"nats.listen from flag over env", cfg.NATS.Listen, "127.0.0.1:7000"},
+		{"log_level from file", cfg.LogLevel, "debug"},
+		{"max_payload unit", cfg.NATS.MaxPayload, ByteSize(2 << 20)},
+		{"durability", cfg.WAL.Durability, wal.DurabilityAlways},
+		{"fsync_interval", cfg.WAL.FsyncInterval, 20 * time.Millisecond},
+		{"max_bytes from env", cfg.WAL.MaxBytes, ByteSize(512 << 20)},
+		{"ack_wait from env", cfg.Queue.AckWait, 45 * time.Second},
+		{"hot off from env", cfg.Hot.Enabled, false},
+		{"group", cfg.Groups[0].Queue, "uploader"},
+		{"untouched default", cfg.NATS.MaxConnections, 1024},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestRejectsWithKeyNames(t *testing.T) {
+	cases := []struct {
+		name, file string
+		env        []string
+		wantInErr  string
+	}{
+		{"unknown top key", "bogus: 1\n", nil, "bogus: unknown key"},
+		{"unknown nested key", "nats:\n  listn: 127.0.0.1:1\n", nil, "nats.listn: unknown key (line 2)"},
+		{"unknown key in list", "groups:\n  - subject: a\n    queue: b\n    ordr: none\n", nil, "groups[0].ordr"},
+		{"bad duration", "wal:\n  fsync_interval: soon\n", nil, "soon"},
+		{"bad size", "nats:\n  max_payload: lots\n", nil, "bad size"},
+		{"bad durability", "wal:\n  durability: sometimes\n", nil, "durability"},
+		{"beyond loopback without auth", "nats:\n  listen: 0.0.0.0:4222\n", nil, "nats.listen"},
+		{"http beyond loopback without token", "http:\n  listen: 0.0.0.0:8222\n", nil, "http.listen"},
+		{"bad group ordering", "groups:\n  - {subject: a, queue: b, ordering: sorted}\n", nil, "groups[0].ordering"},
+		{"unknown env", "", []string{"EDGEQ_NATS_LISTN=x"}, "EDGEQ_NATS_LISTN: unknown setting"},
+		{"bad env value", "", []string{"EDGEQ_QUEUE_MAX_DELIVER=many"}, "EDGEQ_QUEUE_MAX_DELIVER (queue.max_deliver)"},
+		{"bad log level", "log_level: loud\n", nil, "log_level"},
+		{"bad node id", "node_id: a b\n", nil, "node_id"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := ""
+			if c.file != "" {
+				path = writeFile(t, c.file)
+			}
+			_, err := Load(path, c.env, Flags{})
+			if err == nil || !strings.Contains(err.Error(), c.wantInErr) {
+				t.Fatalf("error %v, want it to contain %q", err, c.wantInErr)
+			}
+		})
+	}
+}
+
+func TestAuthAllowsNonLoopback(t *testing.T) {
+	path := writeFile(t, "nats:\n  listen: 0.0.0.0:4222\n  auth_token: s3cret\nhttp:\n  listen: 0.0.0.0:8222\n  token: t\n")
+	if _, err := Load(path, nil, Flags{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPrintedConfigLoadsBack(t *testing.T) {
+	cfg := Default()
+	cfg.Groups = []Group{{Subject: "telemetry.>", Queue: "q", Deliver: "all"}}
+	out, err := cfg.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(writeFile(t, string(out)), nil, Flags{})
+	if err != nil {
+		t.Fatalf("printed config does not load: %v\n%s", err, out)
+	}
+	again, _ := back.YAML()
+	if string(again) != string(out) {
+		t.Fatalf("round trip differs:\n%s\n---\n%s", out, again)
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for in, want := range map[string]ByteSize{"4096": 4096, "64KiB": 64 << 10, "1MiB": 1 << 20, "1GiB": 1 << 30, "1.5KB": 1500, "2 MB": 2e6, "0": 0} {
+		got, err := ParseByteSize(in)
+		if err != nil || got != want {
+			t.Errorf("%q: %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "lots", "1TiB-ish", "NaN"} {
+		if _, err := ParseByteSize(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
+
+func TestEnvNamesCoverScalars(t *testing.T) {
+	names := strings.Join(EnvNames(), " ")
+	for _, want := range []string{"EDGEQ_DATA_DIR", "EDGEQ_NATS_AUTH_TOKEN", "EDGEQ_WAL_DURABILITY", "EDGEQ_HOT_MIN_RATE"} {
+		if !strings.Contains(names, want) {
+			t.Errorf("%s missing from %s", want, names)
+		}
+	}
+}
