@@ -1,0 +1,87 @@
+package queue
+
+// pushReady makes entry ei dispatchable: onto the ready queue (random) or
+// its device's member queue (sticky). front puts it first, for messages
+// that return from a member that left.
+func (g *Group) pushReady(ei int32, front bool) {
+	g.entries[ei].state = stReady
+	if g.cfg.Strategy != StrategySticky {
+		g.enqueue(&g.ready, ei, front)
+		return
+	}
+	slot := g.stickyMember(g.entries[ei].dev)
+	if slot == noEntry {
+		g.enqueue(&g.unassigned, ei, front)
+		return
+	}
+	g.enqueue(&g.members.slots[slot].queue, ei, front)
+	g.addWork(slot)
+}
+
+func (g *Group) enqueue(q *entryQueue, ei int32, front bool) {
+	if front {
+		g.qPushFront(q, ei)
+	} else {
+		g.qPush(q, ei)
+	}
+}
+
+// dispatch delivers as many ready messages as credit allows. Nothing is
+// delivered while draining.
+func (g *Group) dispatch() {
+	if g.draining || g.drained {
+		return
+	}
+	for g.redeliver.n > 0 {
+		slot, ok := g.pickAvoiding(g.entries[g.redeliver.head].avoid)
+		if !ok {
+			// The head waits for a member other than the one that let it
+			// expire; the redeliveries behind it wait too (they are rare),
+			// fresh messages still go.
+			break
+		}
+		g.deliver(g.qPop(&g.redeliver), slot)
+	}
+	if g.cfg.Strategy == StrategySticky {
+		g.dispatchSticky()
+		return
+	}
+	for g.ready.n > 0 && len(g.members.withCredit) > 0 {
+		wc := g.members.withCredit
+		g.deliver(g.qPop(&g.ready), wc[randIntN(g.rng, len(wc))])
+	}
+}
+
+func (g *Group) dispatchSticky() {
+	for len(g.work) > 0 {
+		slot := g.work[len(g.work)-1]
+		g.work = g.work[:len(g.work)-1]
+		m := &g.members.slots[slot]
+		m.inWork = false
+		for m.live && m.queue.n > 0 && m.inFlight < m.credit {
+			g.deliver(g.qPop(&m.queue), slot)
+			m = &g.members.slots[slot]
+		}
+	}
+}
+
+// deliver hands entry ei to the member in slot and emits the Delivery.
+func (g *Group) deliver(ei, slot int32) {
+	e := &g.entries[ei]
+	m := &g.members.slots[slot]
+	e.state = stInFlight
+	e.member = slot
+	e.avoid = noMember
+	e.deliveries++
+	e.deadline = g.now + int64(g.cfg.AckWait)
+	g.heapPush(ei)
+	m.inFlight++
+	g.inFlight++
+	g.updateCreditList(slot)
+	g.counters.delivered++
+	if e.deliveries > 1 {
+		g.counters.redeliveries++
+	}
+	out := &g.out[g.cur]
+	out.Deliver = append(out.Deliver, Delivery{Member: m.id, Msg: e.msg, Deliveries: int(e.deliveries)})
+}

@@ -1,0 +1,127 @@
+package queue
+
+// partition is the read position and offset window of one partition.
+//
+// The window covers offsets [base, next): fetched, and not all finished.
+// Everything below base is finished, so base-1 is the committable offset.
+// slots is a ring indexed by offset: the entry of an unfinished record, or
+// noEntry once the offset is finished (acked, dead-lettered, filtered out,
+// a passed marker, or lost to retention). next-base never exceeds
+// Config.ReadAheadMsgs, which bounds the ring.
+type partition struct {
+	id        int
+	base      uint64
+	next      uint64
+	slots     []int32
+	mask      uint64
+	bytes     int    // len(Data) of the unfinished records in the window
+	committed uint64 // offset of the last Commit emitted, or the start position - 1
+	// forceCommit emits a Commit even without progress: set when a
+	// deliver-new start point is resolved, so the runner persists it.
+	forceCommit bool
+	fetching    bool // a Fetch is outstanding
+	fromEnd     bool // no position yet, deliver new: the next Fetch asks for the end
+	fresh       bool // no position yet, deliver all: a leading gap is not "lost"
+}
+
+func newPartition(id int, start uint64, cfg *Config) partition {
+	size := 1
+	for size < cfg.ReadAheadMsgs {
+		size <<= 1
+	}
+	p := partition{id: id, slots: make([]int32, size), mask: uint64(size - 1)}
+	switch {
+	case start > 0:
+		p.base, p.next, p.committed = start, start, start-1
+	case cfg.Deliver == DeliverAll:
+		p.base, p.next, p.fresh = 1, 1, true
+	default:
+		p.fromEnd = true // base = next = 0 until the end is known
+	}
+	return p
+}
+
+func (p *partition) span() int { return int(p.next - p.base) }
+
+// finished reports whether the record at off is known to be finished.
+func (p *partition) finished(off uint64) bool {
+	if off < p.base {
+		return true
+	}
+	if off >= p.next {
+		return false
+	}
+	return p.slots[off&p.mask] == noEntry
+}
+
+// finish marks off finished and moves base past every finished offset.
+func (p *partition) finish(off uint64) {
+	p.slots[off&p.mask] = noEntry
+	for p.base < p.next && p.slots[p.base&p.mask] == noEntry {
+		p.base++
+	}
+}
+
+// skipTo marks offsets [next, to) finished without records (lost to
+// retention or skipped by storage) as far as the window allows and returns
+// how many it skipped. With nothing unfinished in the window it jumps, so a
+// large gap costs no slots.
+func (p *partition) skipTo(to uint64, readAhead int) uint64 {
+	from := p.next
+	if to <= from {
+		return 0
+	}
+	if p.base == p.next {
+		p.base, p.next = to, to
+		return to - from
+	}
+	for p.next < to && p.span() < readAhead {
+		p.slots[p.next&p.mask] = noEntry
+		p.next++
+	}
+	return p.next - from
+}
+
+func (p *partition) commitDue() bool {
+	return !p.fromEnd && (p.forceCommit || p.base-1 > p.committed)
+}
+
+// fetchDue reports whether the partition should be read now.
+func (g *Group) fetchDue(p *partition) bool {
+	if p.fetching || g.draining || g.drained {
+		return false
+	}
+	return p.fromEnd || (p.span() < g.cfg.ReadAheadMsgs && p.bytes < g.cfg.ReadAheadBytes)
+}
+
+func (g *Group) collectFetches(out *Ready) {
+	for i := range g.parts {
+		p := &g.parts[i]
+		if !g.fetchDue(p) {
+			continue
+		}
+		p.fetching = true
+		if p.fromEnd {
+			out.Fetch = append(out.Fetch, Fetch{Partition: p.id, End: true})
+			continue
+		}
+		out.Fetch = append(out.Fetch, Fetch{
+			Partition: p.id,
+			From:      p.next,
+			MaxMsgs:   g.cfg.ReadAheadMsgs - p.span(),
+			MaxBytes:  g.cfg.ReadAheadBytes - p.bytes,
+		})
+	}
+}
+
+func (g *Group) collectCommits(out *Ready) {
+	for i := range g.parts {
+		p := &g.parts[i]
+		if !p.commitDue() {
+			continue
+		}
+		p.committed = p.base - 1
+		p.forceCommit = false
+		out.Commit = append(out.Commit, Commit{Partition: p.id, Offset: p.committed})
+	}
+}
