@@ -1,0 +1,448 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"edgeq/gateway/natsproto"
+	"edgeq/gateway/queue"
+	"edgeq/wal"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func openLog(t testing.TB, dir string) *wal.Log {
+	t.Helper()
+	o := wal.DefaultOptions()
+	o.Partitions, o.HotPartitions = 4, 1
+	o.FsyncInterval = 2 * time.Millisecond
+	l, err := wal.Open(dir, o, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func newRegistry(l *wal.Log, cfg queue.Config, publish func(string, []byte, []byte)) *Registry {
+	return NewRegistry(Config{Node: "n1", TelemetryPrefix: "telemetry", Defaults: cfg, GroupTTL: time.Hour, MaxGroups: 8}, l, publish, quiet())
+}
+
+// delivery is what a test member saw.
+type delivery struct {
+	member     string
+	device     string
+	seq        uint64
+	deliveries int
+	reply      string
+	payload    string
+}
+
+// world checks the invariants members observe: never two messages of one
+// device in flight, first deliveries in sequence order.
+type world struct {
+	t        testing.TB
+	mu       sync.Mutex
+	inFlight map[string]string // device -> member holding it
+	firstSeq map[string]uint64 // last first-delivered seq per device
+	seen     map[string]bool   // device/seq delivered at least once
+	all      []delivery
+	dupes    int
+}
+
+func newWorld(t testing.TB) *world {
+	return &world{t: t, inFlight: map[string]string{}, firstSeq: map[string]uint64{}, seen: map[string]bool{}}
+}
+
+func parseHeader(t testing.TB, block []byte) map[string]string {
+	h, err := natsproto.ParseHeader(block, natsproto.DefaultHeaderLimits())
+	if err != nil {
+		t.Fatalf("header: %v", err)
+	}
+	out := map[string]string{}
+	for k, v := range h.All() {
+		out[string(k)] = string(v)
+	}
+	return out
+}
+
+// member is an in-process queue member; its policy decides the answer.
+type member struct {
+	id     string
+	w      *world
+	reg    *Registry
+	policy func(d delivery) (ack string, delay time.Duration)
+	wg     *sync.WaitGroup
+}
+
+func (m *member) Deliver(d *Delivery) bool {
+	h := parseHeader(m.w.t, d.Header)
+	seq, _ := strconv.ParseUint(h[HeaderSeq], 10, 64)
+	n, _ := strconv.Atoi(h[HeaderDeliveries])
+	// The Delivery is only valid during the call: copy.
+	dv := delivery{member: m.id, device: h[HeaderDevice], seq: seq, deliveries: n, reply: strings.Clone(d.Reply), payload: string(d.Payload)}
+	if d.Subject != "telemetry."+dv.device {
+		m.w.t.Errorf("subject %q for device %s", d.Subject, dv.device)
+	}
+	m.w.enter(dv)
+	ack, delay := m.policy(dv)
+	if ack == "" {
+		// Never answers: the worker is not working on it either, and the
+		// group redelivers after ack_wait.
+		m.w.exit(dv)
+		return true
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		time.Sleep(delay)
+		m.w.exit(dv)
+		if err := m.reg.Ack(dv.reply, []byte(ack)); err != nil {
+			m.w.t.Errorf("ack %s: %v", dv.reply, err)
+		}
+	}()
+	return true
+}
+
+func (w *world) enter(d delivery) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if holder, busy := w.inFlight[d.device]; busy {
+		w.t.Errorf("device %s: seq %d delivered to %s while %s still holds one", d.device, d.seq, d.member, holder)
+	}
+	w.inFlight[d.device] = d.member
+	key := fmt.Sprintf("%s/%d", d.device, d.seq)
+	if w.seen[key] {
+		w.dupes++
+	} else {
+		if d.seq != w.firstSeq[d.device]+1 {
+			w.t.Errorf("device %s: first delivery of seq %d after seq %d", d.device, d.seq, w.firstSeq[d.device])
+		}
+		w.firstSeq[d.device] = d.seq
+		w.seen[key] = true
+	}
+	w.all = append(w.all, d)
+}
+
+func (w *world) exit(d delivery) {
+	w.mu.Lock()
+	delete(w.inFlight, d.device)
+	w.mu.Unlock()
+}
+
+func (w *world) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.seen)
+}
+
+func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func publish(t testing.TB, l *wal.Log, devices, perDevice int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for d := 0; d < devices; d++ {
+		wg.Add(1)
+		go func(d int) {
+			defer wg.Done()
+			dev := fmt.Sprintf("dev-%d", d)
+			for i := 0; i < perDevice; i++ {
+				if _, err := l.Append(context.Background(), &wal.Record{Device: dev, Payload: []byte(fmt.Sprintf("%s#%d", dev, i+1))}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(d)
+	}
+	wg.Wait()
+}
+
+func TestOrderedDeliveryToCompetingMembers(t *testing.T) {
+	l := openLog(t, t.TempDir())
+	defer l.Close()
+	cfg := queue.DefaultConfig()
+	cfg.Deliver = queue.DeliverAll
+	reg := newRegistry(l, cfg, nil)
+	w := newWorld(t)
+	var wg sync.WaitGroup
+	key := GroupKey{"telemetry.>", "workers"}
+	for i := 0; i < 4; i++ {
+		rng := rand.New(rand.NewPCG(uint64(i), 7))
+		var mu sync.Mutex
+		m := &member{id: fmt.Sprint(i), w: w, reg: reg, wg: &wg, policy: func(delivery) (string, time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			return "+ACK", time.Duration(rng.IntN(2000)) * time.Microsecond
+		}}
+		if err := reg.Join(key, queue.MemberID(fmt.Sprintf("m%d", i)), m, 32); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const devices, per = 100, 30
+	publish(t, l, devices, per)
+	waitFor(t, "all messages delivered", 60*time.Second, func() bool { return w.count() == devices*per })
+	wg.Wait()
+	reg.Drain(time.Now().Add(5 * time.Second))
+	members := map[string]int{}
+	for _, d := range w.all {
+		members[d.member]++
+	}
+	if len(members) != 4 {
+		t.Fatalf("deliveries by member %v: work was not shared", members)
+	}
+	// The group committed everything: a new group instance has nothing to do.
+	for p := 0; p < l.NumPartitions(); p++ {
+		off, _ := l.Offsets().Get(key.consumerName(), p)
+		if off != l.Durable(p) {
+			t.Fatalf("partition %d committed %d of %d", p, off, l.Durable(p))
+		}
+	}
+}
+
+func TestRedeliveryNakTermAndDeadLetter(t *testing.T) {
+	l := openLog(t, t.TempDir())
+	defer l.Close()
+	cfg := queue.DefaultConfig()
+	cfg.Deliver = queue.DeliverAll
+	cfg.AckWait = 300 * time.Millisecond
+	cfg.MaxDeliver = 3
+	var dlqMu sync.Mutex
+	var dlq []map[string]string
+	var dlqSubjects []string
+	reg := newRegistry(l, cfg, func(subject string, header, payload []byte) {
+		dlqMu.Lock()
+		defer dlqMu.Unlock()
+		dlqSubjects = append(dlqSubjects, subject)
+		h := parseHeader(t, header)
+		h["payload"] = string(payload)
+		dlq = append(dlq, h)
+	})
+	w := newWorld(t)
+	var wg sync.WaitGroup
+	key := GroupKey{"telemetry.*", "q"}
+	// silent never answers dev-0's first delivery; others follow the payload's instruction.
+	policy := func(who string) func(d delivery) (string, time.Duration) {
+		return func(d delivery) (string, time.Duration) {
+			switch {
+			case strings.HasPrefix(d.payload, "timeout") && d.deliveries == 1:
+				return "", 0
+			case strings.HasPrefix(d.payload, "nak") && d.deliveries == 1:
+				return `-NAK {"delay": 50000000}`, 0
+			case strings.HasPrefix(d.payload, "wpi") && d.deliveries == 1:
+				// in progress twice, spanning more than ack_wait, then ack
+				go func() {
+					for i := 0; i < 3; i++ {
+						time.Sleep(150 * time.Millisecond)
+						reg.Ack(d.reply, []byte("+WPI"))
+					}
+				}()
+				return "+ACK", 500 * time.Millisecond
+			case strings.HasPrefix(d.payload, "term"):
+				return "+TERM", 0
+			case strings.HasPrefix(d.payload, "poison"):
+				return "-NAK", 0
+			}
+			return "+ACK", 0
+		}
+	}
+	for _, id := range []string{"a", "b"} {
+		m := &member{id: id, w: w, reg: reg, wg: &wg, policy: policy(id)}
+		if err := reg.Join(key, queue.MemberID(id), m, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range []string{"timeout", "nak", "wpi", "term", "poison", "fine"} {
+		dev := fmt.Sprintf("d%d", i)
+		if _, err := l.Append(context.Background(), &wal.Record{Device: dev, Payload: []byte(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "dead letters", 20*time.Second, func() bool {
+		dlqMu.Lock()
+		defer dlqMu.Unlock()
+		return len(dlq) == 2
+	})
+	waitFor(t, "all finished", 20*time.Second, func() bool {
+		s := reg.Stats()
+		return len(s) == 1 && s[0].Core.InFlight == 0 && s[0].Core.Pending == 0 && s[0].Core.Acked >= 4
+	})
+	wg.Wait()
+	byPayload := map[string][]delivery{}
+	for _, d := range w.all {
+		byPayload[d.payload] = append(byPayload[d.payload], d)
+	}
+	if ds := byPayload["timeout"]; len(ds) != 2 || ds[1].deliveries != 2 || ds[0].member == ds[1].member {
+		t.Fatalf("ack_wait redelivery: %+v (want a second delivery, count 2, to the other member)", ds)
+	}
+	if ds := byPayload["nak"]; len(ds) != 2 || ds[1].deliveries != 2 {
+		t.Fatalf("nak redelivery: %+v", ds)
+	}
+	if ds := byPayload["wpi"]; len(ds) != 1 {
+		t.Fatalf("in-progress message redelivered: %+v", ds)
+	}
+	if ds := byPayload["poison"]; len(ds) != 3 {
+		t.Fatalf("poison delivered %d times, want max_deliver 3", len(ds))
+	}
+	dlqMu.Lock()
+	defer dlqMu.Unlock()
+	reasons := map[string]string{}
+	for i, h := range dlq {
+		reasons[h["payload"]] = h[HeaderReason]
+		if dlqSubjects[i] != "$EQ.DLQ.q" || h[HeaderDevice] == "" || h[HeaderGroup] != "q" {
+			t.Fatalf("dead letter %q: %v", dlqSubjects[i], h)
+		}
+	}
+	if reasons["term"] != "term" || reasons["poison"] != "max_deliver" {
+		t.Fatalf("dead letter reasons %v", reasons)
+	}
+}
+
+func TestDrainAndResumeFromCommittedOffsets(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir)
+	cfg := queue.DefaultConfig()
+	cfg.Deliver = queue.DeliverAll
+	reg := newRegistry(l, cfg, nil)
+	w := newWorld(t)
+	var wg sync.WaitGroup
+	key := GroupKey{"telemetry.>", "q"}
+	m := &member{id: "a", w: w, reg: reg, wg: &wg, policy: func(delivery) (string, time.Duration) { return "+ACK", 0 }}
+	reg.Join(key, "a", m, 64)
+	publish(t, l, 20, 10)
+	waitFor(t, "first 200", 20*time.Second, func() bool { return w.count() == 200 })
+	wg.Wait()
+	reg.Drain(time.Now().Add(2 * time.Second))
+	l.Close()
+
+	l = openLog(t, dir)
+	defer l.Close()
+	reg = newRegistry(l, cfg, nil)
+	w2 := newWorld(t)
+	// The second run continues each device's sequence from 11.
+	for d := 0; d < 20; d++ {
+		w2.firstSeq[fmt.Sprintf("dev-%d", d)] = 10
+	}
+	m2 := &member{id: "b", w: w2, reg: reg, wg: &wg, policy: func(delivery) (string, time.Duration) { return "+ACK", 0 }}
+	reg.Join(key, "b", m2, 64)
+	publish(t, l, 20, 5)
+	waitFor(t, "next 100", 20*time.Second, func() bool { return w2.count() == 100 })
+	time.Sleep(100 * time.Millisecond)
+	wg.Wait()
+	if w2.count() != 100 || len(w2.all) != 100 {
+		t.Fatalf("after restart %d distinct, %d deliveries: acked messages came again", w2.count(), len(w2.all))
+	}
+	reg.Drain(time.Now().Add(time.Second))
+}
+
+func TestLiveTail(t *testing.T) {
+	l := openLog(t, t.TempDir())
+	defer l.Close()
+	tail := NewTail(l, "telemetry", "n1", quiet())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go tail.Run(ctx)
+	publish(t, l, 3, 2) // before the subscription: not seen
+	var mu sync.Mutex
+	var got []string
+	var refuse bool
+	cancelSub, err := tail.Subscribe("telemetry.dev-1", memberFunc(func(d *Delivery) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if refuse {
+			return false
+		}
+		got = append(got, string(d.Payload))
+		if d.Reply != "" {
+			t.Errorf("tail delivery with reply %q", d.Reply)
+		}
+		return true
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	publish(t, l, 3, 2)
+	waitFor(t, "tail", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 })
+	mu.Lock()
+	if got[0] != "dev-1#1" || got[1] != "dev-1#2" {
+		t.Fatalf("tail got %v", got)
+	}
+	refuse = true
+	mu.Unlock()
+	publish(t, l, 2, 1)
+	waitFor(t, "drop counted", 10*time.Second, func() bool { return tail.Stats().Dropped == 1 })
+	cancelSub()
+	if tail.Stats().Subscribers != 0 {
+		t.Fatal("subscriber not removed")
+	}
+}
+
+type memberFunc func(d *Delivery) bool
+
+func (f memberFunc) Deliver(d *Delivery) bool { return f(d) }
+
+func TestAckParsing(t *testing.T) {
+	cases := []struct {
+		in    string
+		kind  AckKind
+		delay time.Duration
+		bad   bool
+	}{
+		{"", AckDone, 0, false}, {"+ACK", AckDone, 0, false}, {"+NXT 1", AckDone, 0, false},
+		{"-NAK", AckNak, 0, false}, {`-NAK {"delay": 5000000000}`, AckNak, 5 * time.Second, false},
+		{"-NAK 250ms", AckNak, 250 * time.Millisecond, false}, {"+WPI", AckInProgress, 0, false},
+		{"+TERM", AckTerm, 0, false}, {"+TERM bad data", AckTerm, 0, false},
+		{"-NAK soon", 0, 0, true}, {`-NAK {"delay": -1}`, 0, 0, true}, {"hello", 0, 0, true},
+	}
+	for _, c := range cases {
+		k, d, err := ParseAckPayload([]byte(c.in))
+		if (err != nil) != c.bad || k != c.kind || d != c.delay {
+			t.Errorf("%q: %v %v %v", c.in, k, d, err)
+		}
+	}
+	tok, err := parseAckSubject(string(appendAckSubject(nil, 3, "c7-2", 4, 99, 2)))
+	if err != nil || tok != (ackToken{gid: 3, member: "c7-2", partition: 4, offset: 99, deliveries: 2}) {
+		t.Fatalf("ack subject round trip: %+v %v", tok, err)
+	}
+	for _, s := range []string{"$EQ.ACK.1.m.2.3", "$EQ.ACK.x.m.1.2.3", "$EQ.ACK.1.m.1.0.1", "foo"} {
+		if _, err := parseAckSubject(s); err == nil {
+			t.Errorf("%q accepted", s)
+		}
+	}
+}
+
+func TestDeviceMatcher(t *testing.T) {
+	cases := []struct {
+		filter, device string
+		want           bool
+	}{
+		{"telemetry.>", "a", true}, {"telemetry.*", "a", true}, {">", "a", true}, {"*.*", "a", true},
+		{"telemetry.a", "a", true}, {"telemetry.a", "b", false}, {"other.>", "a", false},
+		{"telemetry.*.x", "a", false}, {"telemetry", "a", false}, {"*.a", "a", true},
+	}
+	for _, c := range cases {
+		m, err := newDeviceMatcher(c.filter, "telemetry")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.match(c.device); got != c.want || got != natsproto.MatchSubject(c.filter, "telemetry."+c.device) {
+			t.Errorf("%s ~ %s: %v, want %v", c.filter, c.device, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package dispatch
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"edgeq/gateway/queue"
+	"edgeq/wal"
+)
+
+// fetcher serves one partition's fetches for a group: it long-polls the log
+// (waits on its durable-data notification) so an idle group does not spin.
+type fetcher struct {
+	log       *wal.Log
+	partition int
+	requests  chan queue.Fetch // the core has at most one fetch outstanding per partition
+	results   chan<- fetchResult
+	logger    *slog.Logger
+}
+
+func newFetcher(l *wal.Log, partition int, results chan<- fetchResult, logger *slog.Logger) *fetcher {
+	return &fetcher{log: l, partition: partition, requests: make(chan queue.Fetch, 1), results: results, logger: logger}
+}
+
+func (f *fetcher) run(ctx context.Context) {
+	for {
+		select {
+		case req := <-f.requests:
+			if res, ok := f.serve(ctx, req); ok {
+				f.results <- res
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (f *fetcher) serve(ctx context.Context, req queue.Fetch) (fetchResult, bool) {
+	backoff := 100 * time.Millisecond
+	for {
+		// Take the notification channel before looking, so an append in
+		// between is not missed.
+		wake := f.log.Notify(f.partition)
+		if f.log.Durable(f.partition) >= req.From || f.log.First(f.partition) > req.From {
+			b, err := f.log.Read(f.partition, req.From, req.MaxMsgs, req.MaxBytes)
+			if err != nil {
+				f.logger.Error("read partition", "partition", f.partition, "from", req.From, "err", err)
+				select {
+				case <-time.After(backoff):
+					backoff = min(2*backoff, 5*time.Second)
+					continue
+				case <-ctx.Done():
+					return fetchResult{}, false
+				}
+			}
+			if b.Next > req.From {
+				return fetchResult{partition: f.partition, msgs: toMsgs(f.partition, b.Entries), next: b.Next, lost: b.Lost}, true
+			}
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return fetchResult{}, false
+		}
+	}
+}
+
+func toMsgs(partition int, entries []wal.Entry) []queue.Msg {
+	msgs := make([]queue.Msg, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		kind := queue.KindData
+		if e.Record.Kind == wal.KindMove {
+			kind = queue.KindMoveMarker
+		}
+		msgs[i] = queue.Msg{
+			Partition:  partition,
+			Offset:     e.Offset,
+			Kind:       kind,
+			Device:     e.Record.Device,
+			Seq:        e.Record.Seq,
+			IngestTime: e.Record.Time,
+			MoveTarget: e.Record.MoveTarget,
+			MoveRef:    queue.Ref{Partition: e.Record.MoveRef.Partition, Offset: e.Record.MoveRef.Offset},
+			Data:       e.Raw,
+		}
+	}
+	return msgs
+}

@@ -1,0 +1,141 @@
+package dispatch
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"edgeq/wal"
+)
+
+// Tail serves plain (non-queue) subscriptions on telemetry subjects: every new
+// durable record goes to each matching subscriber, at most once, without acks.
+// A subscriber that cannot take a message (slow) misses it; the miss is
+// counted. With no subscribers the followers only move their position.
+type Tail struct {
+	log    *wal.Log
+	prefix string
+	node   string
+	logger *slog.Logger
+
+	mu     sync.RWMutex
+	subs   map[uint64]tailSub // bound: the server's subscription limits
+	nextID uint64
+
+	delivered, dropped atomic.Uint64
+}
+
+type tailSub struct {
+	match deviceMatcher
+	m     Member
+}
+
+// NewTail returns a live tail over l.
+func NewTail(l *wal.Log, prefix, node string, logger *slog.Logger) *Tail {
+	return &Tail{log: l, prefix: prefix, node: node, logger: logger, subs: map[uint64]tailSub{}}
+}
+
+// Subscribe adds a subscriber for filter; the returned func removes it.
+func (t *Tail) Subscribe(filter string, m Member) (func(), error) {
+	match, err := newDeviceMatcher(filter, t.prefix)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.nextID++
+	id := t.nextID
+	t.subs[id] = tailSub{match: match, m: m}
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		delete(t.subs, id)
+		t.mu.Unlock()
+	}, nil
+}
+
+// Run follows every partition from its current end until ctx ends.
+func (t *Tail) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for p := 0; p < t.log.NumPartitions(); p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			t.follow(ctx, p)
+		}(p)
+	}
+	wg.Wait()
+}
+
+func (t *Tail) follow(ctx context.Context, p int) {
+	next := t.log.Durable(p) + 1
+	b := deliveryBuilder{node: t.node, prefix: t.prefix}
+	for {
+		wake := t.log.Notify(p)
+		durable := t.log.Durable(p)
+		for next <= durable {
+			t.mu.RLock()
+			n := len(t.subs)
+			t.mu.RUnlock()
+			if n == 0 {
+				next = durable + 1 // nobody listens: nothing to read
+				break
+			}
+			batch, err := t.log.Read(p, next, 256, 1<<20)
+			if err != nil {
+				t.logger.Error("live tail read", "partition", p, "err", err)
+				next = durable + 1
+				break
+			}
+			next = batch.Next
+			for i := range batch.Entries {
+				e := &batch.Entries[i]
+				if e.Record.Kind == wal.KindData {
+					t.fanOut(&b, p, e)
+				}
+			}
+			if len(batch.Entries) == 0 && batch.Next <= next {
+				break
+			}
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (t *Tail) fanOut(b *deliveryBuilder, p int, e *wal.Entry) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var d *Delivery
+	for _, s := range t.subs {
+		if !s.match.match(e.Record.Device) {
+			continue
+		}
+		if d == nil {
+			b.reply = b.reply[:0]
+			d = b.build(&e.Record, p, e.Offset, 0, nil)
+		}
+		if s.m.Deliver(d) {
+			t.delivered.Add(1)
+		} else {
+			t.dropped.Add(1)
+		}
+	}
+}
+
+// TailStats are the live tail's counters.
+type TailStats struct {
+	Subscribers        int
+	Delivered, Dropped uint64
+}
+
+// Stats returns the counters.
+func (t *Tail) Stats() TailStats {
+	t.mu.RLock()
+	n := len(t.subs)
+	t.mu.RUnlock()
+	return TailStats{Subscribers: n, Delivered: t.delivered.Load(), Dropped: t.dropped.Load()}
+}
