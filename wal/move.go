@@ -78,3 +78,17 @@ func (l *Log) Move(ctx context.Context, device string, target int) (Position, er
 	d.moveRef = Ref{Partition: pos.Partition, Offset: pos.Offset}
 	return pos, nil
 }
+
+// IsolatedDevices lists the devices currently routed to a hot partition, with
+// their home partitions (for the hot detector after a restart).
+func (l *Log) IsolatedDevices() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]int{}
+	for id, d := range l.devices.m {
+		if d.partition >= l.opts.Partitions {
+			out[id] = l.HomePartition(id)
+		}
+	}
+	return out
+}

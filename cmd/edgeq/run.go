@@ -1,0 +1,97 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"edgeq/gateway"
+	"edgeq/gateway/config"
+)
+
+func runRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", os.Getenv(config.EnvConfigFile), "YAML config file (also $EDGEQ_CONFIG)")
+	var fl config.Flags
+	fs.StringVar(&fl.DataDir, "data", "", "data directory (default ./edgeq-data)")
+	fs.StringVar(&fl.NATSListen, "nats", "", "NATS listen address (default 127.0.0.1:4222)")
+	fs.StringVar(&fl.HTTPListen, "http", "", "HTTP listen address (default 127.0.0.1:8222)")
+	fs.StringVar(&fl.NodeID, "node-id", "", "node ID (default: generated once, kept in the data directory)")
+	fs.StringVar(&fl.LogLevel, "log-level", "", "debug, info, warn or error")
+	printConfig := fs.Bool("print-config", false, "print the effective configuration (secrets hidden) and exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "edgeq run: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	cfg, err := config.Load(*path, os.Environ(), fl)
+	if err != nil {
+		fmt.Fprintf(stderr, "edgeq run: %v\n", err)
+		return 2
+	}
+	if *printConfig {
+		shown := redact(cfg)
+		out, err := shown.YAML()
+		if err != nil {
+			fmt.Fprintf(stderr, "edgeq run: %v\n", err)
+			return 1
+		}
+		stdout.Write(out)
+		return 0
+	}
+	logger := newLogger(stderr, cfg.LogLevel)
+	node, err := gateway.NewNode(cfg, version, logger)
+	if err != nil {
+		logger.Error("cannot start", "err", err)
+		return 1
+	}
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	if err := node.Start(); err != nil {
+		logger.Error("cannot start", "err", err)
+		return 1
+	}
+	s := <-sig
+	logger.Info("signal received: draining (send it again to exit at once)", "signal", s.String())
+	go func() {
+		<-sig
+		logger.Warn("second signal: exiting without drain")
+		os.Exit(1)
+	}()
+	if err := node.Shutdown(cfg.ShutdownTimeout); err != nil {
+		logger.Error("shutdown", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(strings.ToUpper(level)))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// redact hides secrets in printed configuration.
+func redact(cfg config.Config) config.Config {
+	hide := func(s *string) {
+		if *s != "" {
+			*s = "<hidden>"
+		}
+	}
+	hide(&cfg.NATS.AuthToken)
+	hide(&cfg.HTTP.Token)
+	users := make([]config.User, len(cfg.NATS.Users))
+	for i, u := range cfg.NATS.Users {
+		users[i] = config.User{User: u.User, Password: "<hidden>"}
+	}
+	cfg.NATS.Users = users
+	return cfg
+}

@@ -1,0 +1,123 @@
+package gateway
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	"edgeq/wal"
+)
+
+func (n *Node) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		if !n.ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "not ready\n")
+			return
+		}
+		io.WriteString(w, "ready\n")
+	})
+	mux.Handle("GET /v1/status", n.authorized(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, n.Status())
+	})))
+	mux.Handle("POST /v1/publish/{device}", n.authorized(http.HandlerFunc(n.handlePublish)))
+	return mux
+}
+
+// authorized requires "Authorization: Bearer <http.token>" when a token is set.
+func (n *Node) authorized(h http.Handler) http.Handler {
+	token := n.cfg.HTTP.Token
+	if token == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="edgeq"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// PublishResponse is the answer to POST /v1/publish/{device}.
+type PublishResponse struct {
+	Node      string `json:"node"`
+	Partition int    `json:"partition"`
+	Offset    uint64 `json:"offset"`
+	Seq       uint64 `json:"seq"`
+}
+
+// handlePublish stores the request body as one message of the device and
+// answers once it is durable. Request headers named Edgeq-H-<Key> are stored
+// as record headers <Key>; Content-Type is kept as well.
+func (n *Node) handlePublish(w http.ResponseWriter, r *http.Request) {
+	device := r.PathValue("device")
+	if err := wal.ValidateDeviceID(device); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	limit := int64(n.cfg.NATS.MaxPayload)
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "read body: " + err.Error()})
+		return
+	}
+	if int64(len(body)) > limit {
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("payload over %d bytes", limit)})
+		return
+	}
+	rec := &wal.Record{Device: device, Source: "http", Payload: body}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		rec.Headers = append(rec.Headers, wal.Header{Key: "Content-Type", Value: ct})
+	}
+	for k, vs := range r.Header {
+		if key, ok := strings.CutPrefix(k, "Edgeq-H-"); ok && len(vs) > 0 && len(rec.Headers) < wal.MaxHeaders {
+			rec.Headers = append(rec.Headers, wal.Header{Key: key, Value: vs[0]})
+		}
+	}
+	pos, err := n.ingest.Append(r.Context(), rec)
+	if err != nil {
+		writeJSON(w, publishStatus(err), map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, PublishResponse{Node: n.id, Partition: pos.Partition, Offset: pos.Offset, Seq: pos.Seq})
+}
+
+func publishStatus(err error) int {
+	switch {
+	case errors.Is(err, wal.ErrBadDeviceID):
+		return http.StatusBadRequest
+	case errors.Is(err, wal.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, wal.ErrFull), errors.Is(err, syscall.ENOSPC):
+		return http.StatusInsufficientStorage
+	case errors.Is(err, wal.ErrTooManyDevices):
+		return http.StatusTooManyRequests
+	}
+	return http.StatusServiceUnavailable
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// uptime in whole seconds, for status.
+func since(t time.Time) int64 { return int64(time.Since(t).Seconds()) }

@@ -1,0 +1,160 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"edgeq/gateway/hot"
+	"edgeq/wal"
+)
+
+// maxSources bounds the per-source counters (nats, http, one per bridge).
+const maxSources = 256
+
+// Ingest is the one way into the log for every source (NATS, HTTP, bridges):
+// it counts by source, feeds the hot-device detector and appends. It
+// implements bridge.Appender and natsserver.Ingester.
+type Ingest struct {
+	log    *wal.Log
+	logger *slog.Logger
+
+	hotMu sync.Mutex
+	hot   *hot.Detector // nil when isolation is off
+
+	srcMu   sync.Mutex
+	sources map[string]*SourceCounters // bound: maxSources
+	other   SourceCounters             // sources beyond the bound
+
+	moves, moveErrors atomic.Uint64
+}
+
+// SourceCounters count one source's appends.
+type SourceCounters struct {
+	Msgs, Bytes, Errors atomic.Uint64
+}
+
+func newIngest(l *wal.Log, det *hot.Detector, logger *slog.Logger) *Ingest {
+	in := &Ingest{log: l, hot: det, logger: logger, sources: map[string]*SourceCounters{}}
+	if det != nil {
+		for dev, home := range l.IsolatedDevices() {
+			det.Restore(dev, home)
+		}
+	}
+	return in
+}
+
+func (in *Ingest) source(name string) *SourceCounters {
+	in.srcMu.Lock()
+	defer in.srcMu.Unlock()
+	c, ok := in.sources[name]
+	if !ok {
+		if len(in.sources) >= maxSources {
+			return &in.other
+		}
+		c = &SourceCounters{}
+		in.sources[name] = c
+	}
+	return c
+}
+
+// AppendAsync appends rec, counting it under rec.Source.
+func (in *Ingest) AppendAsync(rec *wal.Record, done func(wal.Position, error)) {
+	c := in.source(rec.Source)
+	size := uint64(len(rec.Payload))
+	if in.hot != nil && wal.ValidateDeviceID(rec.Device) == nil {
+		in.hotMu.Lock()
+		in.hot.Observe(rec.Device, in.log.HomePartition(rec.Device), time.Now())
+		in.hotMu.Unlock()
+	}
+	in.log.AppendAsync(rec, func(pos wal.Position, err error) {
+		if err != nil {
+			c.Errors.Add(1)
+		} else {
+			c.Msgs.Add(1)
+			c.Bytes.Add(size)
+		}
+		done(pos, err)
+	})
+}
+
+// Append is the synchronous form, for HTTP.
+func (in *Ingest) Append(ctx context.Context, rec *wal.Record) (wal.Position, error) {
+	type result struct {
+		pos wal.Position
+		err error
+	}
+	ch := make(chan result, 1)
+	in.AppendAsync(rec, func(pos wal.Position, err error) { ch <- result{pos, err} })
+	select {
+	case r := <-ch:
+		return r.pos, r.err
+	case <-ctx.Done():
+		return wal.Position{}, ctx.Err()
+	}
+}
+
+// runHot evaluates the detector once a second and moves devices.
+func (in *Ingest) runHot(ctx context.Context) {
+	if in.hot == nil {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			in.hotMu.Lock()
+			moves := append([]hot.Move(nil), in.hot.Evaluate(now)...)
+			in.hotMu.Unlock()
+			for _, m := range moves {
+				in.move(ctx, m)
+			}
+		}
+	}
+}
+
+func (in *Ingest) move(ctx context.Context, m hot.Move) {
+	target := in.log.HomePartition(m.Device)
+	if m.Hot {
+		target = in.log.HotPartition(m.Device)
+	}
+	if _, err := in.log.Move(ctx, m.Device, target); err != nil {
+		in.moveErrors.Add(1)
+		in.hotMu.Lock()
+		in.hot.Undo(m)
+		in.hotMu.Unlock()
+		in.logger.Error("hot-device move failed", "device", m.Device, "err", err)
+		return
+	}
+	in.moves.Add(1)
+	in.logger.Info("hot-device isolation", "device", m.Device, "hot", m.Hot, "rate", m.Rate, "partition", target)
+}
+
+// TopDevices returns the n busiest devices as of the last evaluation.
+func (in *Ingest) TopDevices(n int) []hot.DeviceRate {
+	if in.hot == nil {
+		return nil
+	}
+	in.hotMu.Lock()
+	defer in.hotMu.Unlock()
+	return in.hot.Top(n)
+}
+
+// Sources returns a copy of the per-source counters.
+func (in *Ingest) Sources() map[string][3]uint64 {
+	in.srcMu.Lock()
+	defer in.srcMu.Unlock()
+	out := make(map[string][3]uint64, len(in.sources)+1)
+	for name, c := range in.sources {
+		out[name] = [3]uint64{c.Msgs.Load(), c.Bytes.Load(), c.Errors.Load()}
+	}
+	if n := in.other.Msgs.Load() + in.other.Errors.Load(); n > 0 {
+		out["other"] = [3]uint64{in.other.Msgs.Load(), in.other.Bytes.Load(), in.other.Errors.Load()}
+	}
+	return out
+}

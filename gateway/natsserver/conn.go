@@ -1,0 +1,273 @@
+package natsserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"edgeq/gateway/dispatch"
+	"edgeq/gateway/natsproto"
+	"edgeq/gateway/queue"
+)
+
+// conn is one client connection: a reader goroutine that parses and handles
+// ops, and a writer goroutine that flushes the output buffer and pings.
+type conn struct {
+	s      *Server
+	id     uint64
+	nc     net.Conn
+	parser *natsproto.Parser
+	opts   natsproto.ConnectOptions
+	authed bool
+
+	mu      sync.Mutex
+	out     []byte // pending output; bound: cfg.MaxPending
+	spare   []byte
+	closed  bool
+	wake    chan struct{} // cap 1: output pending or closing
+	pingsOn atomic.Int32
+
+	subs      map[string]*sub // by sid; guarded by Server.subsMu; bound: cfg.MaxSubscriptions
+	memberSeq uint64          // reader goroutine only
+}
+
+// sub is one subscription. Its fields are set before it is shared and not
+// changed after; counters are atomic.
+type sub struct {
+	c      *conn
+	sid    string
+	filter string
+	queue  string
+
+	group  dispatch.GroupKey // set for queue-group members
+	member queue.MemberID
+	isMem  bool
+	untail func() // live-tail cancel, nil when not tailing
+
+	max       atomic.Int64 // auto-unsubscribe after this many messages (0: none)
+	delivered atomic.Int64
+}
+
+func newConn(s *Server, id uint64, nc net.Conn) *conn {
+	p, _ := natsproto.NewParser(natsproto.Limits{
+		MaxControlLine: s.cfg.MaxControlLine,
+		MaxPayload:     s.cfg.MaxPayload,
+		ScratchRetain:  16 << 10,
+	})
+	return &conn{s: s, id: id, nc: nc, parser: p, wake: make(chan struct{}, 1), subs: map[string]*sub{},
+		opts: natsproto.ConnectOptions{Echo: true}}
+}
+
+func (c *conn) serve() {
+	writerDone := make(chan struct{})
+	go c.writer(writerDone)
+	defer func() {
+		c.close("", nil)
+		<-writerDone
+		c.cleanup()
+		c.s.removeConn(c)
+	}()
+	c.write(c.s.info(c))
+	if c.s.authRequired() {
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.AuthTimeout))
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.nc.Read(buf)
+		if n > 0 {
+			if !c.handleInput(buf[:n]) {
+				return
+			}
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && !c.authed {
+				c.s.stats.AuthFailures.Add(1)
+				c.close("authentication timeout", errors.New("Authentication Timeout"))
+			}
+			return
+		}
+	}
+}
+
+// handleInput parses one read and handles its ops; false closes the connection.
+func (c *conn) handleInput(b []byte) bool {
+	if err := c.parser.Feed(b); err != nil {
+		return c.protocolError(err)
+	}
+	for {
+		op, ok, err := c.parser.Next()
+		if err != nil {
+			return c.protocolError(err)
+		}
+		if !ok {
+			return true
+		}
+		if !c.handleOp(&op) {
+			return false
+		}
+	}
+}
+
+func (c *conn) protocolError(err error) bool {
+	c.s.stats.ProtocolErrors.Add(1)
+	text, closeConn, ok := natsproto.ClientError(err)
+	if !ok {
+		text, closeConn = "Parser Error", true
+	}
+	c.s.logger.Debug("protocol error", "client", c.id, "err", err)
+	if closeConn {
+		c.close("protocol error: "+text, errors.New(text))
+		return false
+	}
+	c.sendErr(text)
+	return true
+}
+
+// write queues protocol output that must not be dropped (INFO, PONG, +OK,
+// -ERR); it counts against the pending limit like messages do.
+func (c *conn) write(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.out = append(c.out, b...)
+	c.signal()
+}
+
+func (c *conn) sendErr(text string) { c.write(natsproto.AppendErr(nil, text)) }
+
+func (c *conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sendMsg queues a message for sb. It never blocks: a connection whose
+// pending output would pass the limit is closed as a slow consumer and the
+// message is refused (a queue group then gives it to another member).
+func (c *conn) sendMsg(sb *sub, subject, reply string, header, payload []byte) bool {
+	size := len(subject) + len(reply) + len(sb.sid) + len(header) + len(payload) + 48
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	if len(c.out)+size > c.s.cfg.MaxPending {
+		c.mu.Unlock()
+		c.s.stats.SlowConsumers.Add(1)
+		c.close("slow consumer: pending bytes over max_pending", errors.New("Slow Consumer"))
+		return false
+	}
+	if header != nil && c.opts.Headers {
+		c.out = natsproto.AppendHMsg(c.out, subject, sb.sid, reply, header, payload)
+	} else {
+		c.out = natsproto.AppendMsg(c.out, subject, sb.sid, reply, payload)
+	}
+	c.signal()
+	c.mu.Unlock()
+	c.s.stats.OutMsgs.Add(1)
+	c.s.stats.OutBytes.Add(uint64(len(payload)))
+	if max := sb.max.Load(); max > 0 && sb.delivered.Add(1) >= max {
+		// Auto-unsubscribe reached: leave outside this call (a queue group
+		// may be calling us).
+		go c.s.autoUnsub(sb)
+	}
+	return true
+}
+
+// writer flushes output and pings the client.
+func (c *conn) writer(done chan<- struct{}) {
+	defer close(done)
+	ping := time.NewTicker(c.s.cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-c.wake:
+		case <-ping.C:
+			if c.pingsOn.Add(1) > int32(c.s.cfg.MaxPingsOut) {
+				c.s.stats.StaleConnections.Add(1)
+				c.close("stale connection: pings unanswered", errors.New("Stale Connection"))
+				return
+			}
+			c.write(natsproto.AppendPing(nil))
+			continue
+		}
+		c.mu.Lock()
+		buf := c.out
+		c.out = c.spare[:0]
+		closed := c.closed
+		c.mu.Unlock()
+		if len(buf) > 0 {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteDeadline))
+			if _, err := c.nc.Write(buf); err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					c.s.stats.WriteTimeouts.Add(1)
+					c.close("slow consumer: write deadline exceeded", nil)
+				} else {
+					c.close("", nil)
+				}
+				return
+			}
+		}
+		if cap(buf) <= 64<<10 {
+			c.mu.Lock()
+			c.spare = buf[:0]
+			c.mu.Unlock()
+		}
+		if closed {
+			return
+		}
+	}
+}
+
+// close marks the connection closed, sends -ERR when errText is set, and closes
+// the socket; the reader goroutine then cleans up. Safe to call many times.
+func (c *conn) close(reason string, errText error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.signal()
+	if errText != nil {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = c.nc.Write(natsproto.AppendErr(nil, errText.Error()))
+	}
+	if reason != "" {
+		c.s.logger.Info("closing client connection", "client", c.id, "name", c.opts.Name, "remote", c.nc.RemoteAddr().String(), "reason", reason)
+	}
+	_ = c.nc.Close()
+}
+
+// cleanup removes every subscription: queue members leave their groups (their
+// in-flight messages go to other members), tails stop, core subs go.
+func (c *conn) cleanup() {
+	c.s.subsMu.Lock()
+	subs := c.subs
+	c.subs = map[string]*sub{}
+	c.s.subsMu.Unlock()
+	for _, sb := range subs {
+		c.s.dropSub(sb)
+	}
+}
+
+func (c *conn) nextMemberID() queue.MemberID {
+	c.memberSeq++
+	return queue.MemberID(fmt.Sprintf("c%d-%d", c.id, c.memberSeq))
+}
+
+// Deliver makes a subscription a dispatch.Member (queue groups, live tail).
+func (sb *sub) Deliver(d *dispatch.Delivery) bool {
+	return sb.c.sendMsg(sb, d.Subject, d.Reply, d.Header, d.Payload)
+}
+
+var _ dispatch.Member = (*sub)(nil)

@@ -1,0 +1,280 @@
+package natsserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"edgeq/gateway/dispatch"
+	"edgeq/gateway/natsproto"
+	"edgeq/wal"
+)
+
+// handleOp carries out one client op; false closes the connection.
+func (c *conn) handleOp(op *natsproto.Op) bool {
+	if op.Kind != natsproto.OpConnect && !c.authed && c.s.authRequired() {
+		c.s.stats.AuthFailures.Add(1)
+		c.close("operation before CONNECT on a server that requires auth", errors.New("Authorization Violation"))
+		return false
+	}
+	switch op.Kind {
+	case natsproto.OpConnect:
+		return c.handleConnect(op)
+	case natsproto.OpPing:
+		c.write(natsproto.AppendPong(nil))
+		return true
+	case natsproto.OpPong:
+		c.pingsOn.Store(0)
+		return true
+	case natsproto.OpSub:
+		c.handleSub(op)
+	case natsproto.OpUnsub:
+		c.handleUnsub(op)
+	case natsproto.OpPub, natsproto.OpHPub:
+		c.handlePub(op)
+	}
+	if c.opts.Verbose {
+		c.write(natsproto.AppendOK(nil))
+	}
+	return true
+}
+
+func (c *conn) handleConnect(op *natsproto.Op) bool {
+	o, err := natsproto.ParseConnect(op.Connect)
+	if err != nil {
+		return c.protocolError(err)
+	}
+	if !c.s.authenticate(&o) {
+		c.s.stats.AuthFailures.Add(1)
+		c.close("authorization violation", errors.New("Authorization Violation"))
+		return false
+	}
+	c.mu.Lock()
+	c.opts = o
+	c.mu.Unlock()
+	c.authed = true
+	_ = c.nc.SetReadDeadline(timeZero)
+	if o.Verbose {
+		c.write(natsproto.AppendOK(nil))
+	}
+	return true
+}
+
+func (c *conn) handleSub(op *natsproto.Op) {
+	filter := string(op.Subject)
+	if err := natsproto.CheckFilter(filter); err != nil {
+		c.sendErr("Invalid Subject")
+		return
+	}
+	sid := string(op.SID)
+	c.s.subsMu.Lock()
+	_, dup := c.subs[sid]
+	n := len(c.subs)
+	c.s.subsMu.Unlock()
+	if dup {
+		return // nats-server ignores a repeated sid
+	}
+	if n >= c.s.cfg.MaxSubscriptions {
+		c.sendErr("maximum subscriptions exceeded")
+		return
+	}
+	sb := &sub{c: c, sid: sid, filter: filter, queue: string(op.Queue)}
+	prefix := c.s.cfg.TelemetryPrefix
+	if dispatch.IsTelemetryFilter(filter, prefix) {
+		if sb.queue != "" {
+			sb.group = dispatch.GroupKey{Filter: filter, Queue: sb.queue}
+			sb.member = c.nextMemberID()
+			if err := c.s.queues.Join(sb.group, sb.member, sb, -1); err != nil {
+				c.s.logger.Warn("queue subscription refused", "client", c.id, "filter", filter, "queue", sb.queue, "err", err)
+				c.sendErr(fmt.Sprintf("Permissions Violation for Subscription to %q: %v", filter, err))
+				return
+			}
+			sb.isMem = true
+		} else {
+			cancel, err := c.s.tail.Subscribe(filter, sb)
+			if err != nil {
+				c.sendErr("Invalid Subject")
+				return
+			}
+			sb.untail = cancel
+		}
+	}
+	c.s.subsMu.Lock()
+	c.subs[sid] = sb
+	c.s.subsMu.Unlock()
+	c.s.subs.add(sb)
+}
+
+func (c *conn) handleUnsub(op *natsproto.Op) {
+	c.s.subsMu.Lock()
+	sb, ok := c.subs[string(op.SID)]
+	c.s.subsMu.Unlock()
+	if !ok {
+		return
+	}
+	if op.Max > 0 && sb.delivered.Load() < op.Max {
+		sb.max.Store(op.Max)
+		return
+	}
+	c.s.removeSub(sb)
+}
+
+// autoUnsub removes a subscription that reached its UNSUB max.
+func (s *Server) autoUnsub(sb *sub) { s.removeSub(sb) }
+
+func (s *Server) removeSub(sb *sub) {
+	s.subsMu.Lock()
+	cur, ok := sb.c.subs[sb.sid]
+	if ok && cur == sb {
+		delete(sb.c.subs, sb.sid)
+	}
+	s.subsMu.Unlock()
+	if ok && cur == sb {
+		s.dropSub(sb)
+	}
+}
+
+// dropSub detaches a subscription from core routing, its group and the tail.
+func (s *Server) dropSub(sb *sub) {
+	s.subs.remove(sb)
+	if sb.untail != nil {
+		sb.untail()
+	}
+	if sb.isMem {
+		s.queues.Leave(sb.group, sb.member)
+	}
+}
+
+func (c *conn) handlePub(op *natsproto.Op) {
+	c.s.stats.InMsgs.Add(1)
+	c.s.stats.InBytes.Add(uint64(len(op.Payload)))
+	if !natsproto.ValidPublishSubject(op.Subject) {
+		c.sendErr("Invalid Publish Subject")
+		return
+	}
+	subject := op.Subject
+	switch {
+	case bytes.HasPrefix(subject, []byte(dispatch.AckPrefix)):
+		if err := c.s.queues.Ack(string(subject), op.Payload); err != nil {
+			c.s.stats.BadAcks.Add(1)
+			c.s.logger.Debug("acknowledgement refused", "client", c.id, "subject", string(subject), "err", err)
+		}
+		if len(op.Reply) > 0 { // AckSync waits for an answer
+			c.s.publishCore(nil, string(op.Reply), "", nil, nil)
+		}
+	case bytes.HasPrefix(subject, []byte(dispatch.RdyPrefix)):
+		c.handleRdy(string(subject[len(dispatch.RdyPrefix):]), op.Payload)
+	case c.isTelemetry(subject):
+		c.ingest(op)
+	default:
+		var header []byte
+		if op.Kind == natsproto.OpHPub {
+			header = op.Header
+		}
+		c.s.publishCore(c, string(subject), string(op.Reply), header, op.Payload)
+	}
+}
+
+func (c *conn) isTelemetry(subject []byte) bool {
+	p := c.s.cfg.TelemetryPrefix
+	return len(subject) > len(p) && subject[len(p)] == '.' && string(subject[:len(p)]) == p
+}
+
+// handleRdy sets a queue member's credit: PUB $EQ.RDY.<sid> <n>.
+func (c *conn) handleRdy(sid string, payload []byte) {
+	n, err := strconv.Atoi(strings.TrimSpace(string(payload)))
+	c.s.subsMu.Lock()
+	sb, ok := c.subs[sid]
+	c.s.subsMu.Unlock()
+	switch {
+	case err != nil || n < 0:
+		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q: credit must be a number >= 0", dispatch.RdyPrefix+sid))
+	case !ok || !sb.isMem:
+		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q: no queue subscription with that sid", dispatch.RdyPrefix+sid))
+	default:
+		if err := c.s.queues.SetCredit(sb.group, sb.member, n); err != nil {
+			c.s.logger.Warn("credit change refused", "client", c.id, "sid", sid, "err", err)
+		}
+	}
+}
+
+// ingest stores a telemetry publish and answers its reply subject once the
+// record is durable.
+func (c *conn) ingest(op *natsproto.Op) {
+	device := string(op.Subject[len(c.s.cfg.TelemetryPrefix)+1:])
+	reply := string(op.Reply)
+	fail := func(err error) {
+		c.s.stats.IngestErrors.Add(1)
+		if reply != "" {
+			c.s.publishCore(nil, reply, "", nil, appendAckError(nil, err))
+			return
+		}
+		// Without a reply the client hears of it as a (non-fatal) -ERR; nats
+		// clients keep the connection for permission errors only.
+		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q: %v", string(op.Subject), err))
+	}
+	if err := wal.ValidateDeviceID(device); err != nil {
+		c.s.stats.BadDevice.Add(1)
+		fail(err)
+		return
+	}
+	rec := &wal.Record{Device: device, Source: "nats", Payload: bytes.Clone(op.Payload)}
+	if rec.Payload == nil {
+		rec.Payload = []byte{}
+	}
+	if op.Kind == natsproto.OpHPub {
+		h, err := natsproto.ParseHeader(op.Header, natsproto.DefaultHeaderLimits())
+		if err != nil {
+			fail(fmt.Errorf("bad header block: %w", err))
+			return
+		}
+		for k, v := range h.All() {
+			if len(rec.Headers) >= wal.MaxHeaders {
+				fail(fmt.Errorf("more than %d headers", wal.MaxHeaders))
+				return
+			}
+			rec.Headers = append(rec.Headers, wal.Header{Key: string(k), Value: string(v)})
+		}
+	}
+	s := c.s
+	s.ingest.AppendAsync(rec, func(pos wal.Position, err error) {
+		if err != nil {
+			s.stats.IngestErrors.Add(1)
+			if reply != "" {
+				s.publishCore(nil, reply, "", nil, appendAckError(nil, err))
+			}
+			return
+		}
+		s.stats.Ingested.Add(1)
+		if reply != "" {
+			s.publishCore(nil, reply, "", nil, appendPubAck(nil, s.cfg.NodeID, pos))
+		}
+	})
+}
+
+// appendPubAck writes {"node":..,"partition":..,"offset":..,"seq":..}. The
+// node ID has the device-ID alphabet, so it needs no JSON escaping.
+func appendPubAck(dst []byte, node string, pos wal.Position) []byte {
+	dst = append(dst, `{"node":"`...)
+	dst = append(dst, node...)
+	dst = append(dst, `","partition":`...)
+	dst = strconv.AppendInt(dst, int64(pos.Partition), 10)
+	dst = append(dst, `,"offset":`...)
+	dst = strconv.AppendUint(dst, pos.Offset, 10)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendUint(dst, pos.Seq, 10)
+	return append(dst, '}')
+}
+
+func appendAckError(dst []byte, err error) []byte {
+	msg, _ := json.Marshal(err.Error())
+	dst = append(dst, `{"error":`...)
+	dst = append(dst, msg...)
+	return append(dst, '}')
+}
+
+var timeZero time.Time

@@ -1,0 +1,254 @@
+// Package natsserver serves the NATS client protocol: any NATS client is an
+// edgeq producer or worker. PUB on <prefix>.<device> stores telemetry durably
+// (with a pub-ack on the reply subject once durable); SUB with a queue on a
+// telemetry filter joins a queue group; a plain SUB there follows the live
+// tail; everything else behaves as core NATS (fan-out and random queue
+// groups, not stored). Framing lives in gateway/natsproto; delivery logic in
+// gateway/dispatch.
+package natsserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"edgeq/gateway/dispatch"
+	"edgeq/gateway/natsproto"
+	"edgeq/wal"
+)
+
+// Config configures the server; see config.NATS for meanings and defaults.
+type Config struct {
+	Listen           string
+	AuthToken        string
+	Users            map[string]string // user -> password
+	TelemetryPrefix  string
+	MaxPayload       int
+	MaxControlLine   int
+	MaxConnections   int
+	MaxSubscriptions int
+	MaxPending       int
+	WriteDeadline    time.Duration
+	PingInterval     time.Duration
+	MaxPingsOut      int
+	AuthTimeout      time.Duration
+	NodeID           string
+	Version          string
+}
+
+// Ingester stores one telemetry message; done runs once, after the record is
+// durable or with the reason it is not, and must not block. rec stays
+// untouched until done.
+type Ingester interface {
+	AppendAsync(rec *wal.Record, done func(wal.Position, error))
+}
+
+// Server is the NATS protocol listener.
+type Server struct {
+	cfg    Config
+	ingest Ingester
+	queues *dispatch.Registry
+	tail   *dispatch.Tail
+	logger *slog.Logger
+
+	ln      net.Listener
+	subs    *sublist
+	subsMu  sync.Mutex // guards every conn's subs map
+	mu      sync.Mutex
+	conns   map[uint64]*conn // bound: cfg.MaxConnections
+	nextCID atomic.Uint64
+	closing atomic.Bool
+	wg      sync.WaitGroup
+
+	stats Stats
+}
+
+// Stats are the server's counters.
+type Stats struct {
+	Connections      atomic.Int64
+	TotalConnections atomic.Uint64
+	Refused          atomic.Uint64 // max connections
+	AuthFailures     atomic.Uint64
+	ProtocolErrors   atomic.Uint64
+	InMsgs, InBytes  atomic.Uint64
+	OutMsgs          atomic.Uint64
+	OutBytes         atomic.Uint64
+	Ingested         atomic.Uint64
+	IngestErrors     atomic.Uint64
+	BadDevice        atomic.Uint64
+	SlowConsumers    atomic.Uint64 // closed: pending bytes over the limit
+	WriteTimeouts    atomic.Uint64 // closed: write deadline
+	StaleConnections atomic.Uint64 // closed: pings unanswered
+	BadAcks          atomic.Uint64
+}
+
+// New returns a server; Start listens.
+func New(cfg Config, ingest Ingester, queues *dispatch.Registry, tail *dispatch.Tail, logger *slog.Logger) *Server {
+	return &Server{
+		cfg: cfg, ingest: ingest, queues: queues, tail: tail,
+		logger: logger.With("component", "nats"),
+		subs:   newSublist(),
+		conns:  map[uint64]*conn{},
+	}
+}
+
+// Start listens on cfg.Listen and serves until Shutdown.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("nats: listen %s: %w", s.cfg.Listen, err)
+	}
+	s.ln = ln
+	s.wg.Add(1)
+	go s.acceptLoop()
+	s.logger.Info("listening for NATS clients", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Counters returns the server's counters.
+func (s *Server) Counters() *Stats { return &s.stats }
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	backoff := 5 * time.Millisecond
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles()) {
+				time.Sleep(backoff)
+				backoff = min(2*backoff, time.Second)
+				continue
+			}
+			s.logger.Error("accept", "err", err)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		s.mu.Lock()
+		if len(s.conns) >= s.cfg.MaxConnections {
+			s.mu.Unlock()
+			s.stats.Refused.Add(1)
+			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = nc.Write(natsproto.AppendErr(nil, "maximum connections exceeded"))
+			_ = nc.Close()
+			continue
+		}
+		c := newConn(s, s.nextCID.Add(1), nc)
+		s.conns[c.id] = c
+		s.mu.Unlock()
+		s.stats.Connections.Add(1)
+		s.stats.TotalConnections.Add(1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+		}()
+	}
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c.id)
+	s.mu.Unlock()
+	s.stats.Connections.Add(-1)
+}
+
+// StopAccepting closes the listener: no new clients.
+func (s *Server) StopAccepting() {
+	if s.closing.CompareAndSwap(false, true) && s.ln != nil {
+		_ = s.ln.Close()
+	}
+}
+
+// Shutdown stops accepting, closes every connection (their queue members
+// leave, so in-flight messages go back to their groups) and waits for the
+// connection goroutines until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.StopAccepting()
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close("server shutdown", nil)
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Server) info(c *conn) []byte {
+	host, port := "", 0
+	if a, ok := s.ln.Addr().(*net.TCPAddr); ok {
+		host, port = a.IP.String(), a.Port
+	}
+	info := natsproto.Info{
+		ServerID:     s.cfg.NodeID,
+		ServerName:   s.cfg.NodeID,
+		Version:      s.cfg.Version,
+		Go:           runtime.Version(),
+		Host:         host,
+		Port:         port,
+		Headers:      true,
+		MaxPayload:   int64(s.cfg.MaxPayload),
+		Proto:        1,
+		AuthRequired: s.authRequired(),
+		ClientID:     c.id,
+	}
+	return natsproto.AppendInfo(nil, &info)
+}
+
+func (s *Server) authRequired() bool { return s.cfg.AuthToken != "" || len(s.cfg.Users) > 0 }
+
+// authenticate checks CONNECT credentials in constant time.
+func (s *Server) authenticate(o *natsproto.ConnectOptions) bool {
+	switch {
+	case s.cfg.AuthToken != "":
+		return subtle.ConstantTimeCompare([]byte(o.AuthToken), []byte(s.cfg.AuthToken)) == 1
+	case len(s.cfg.Users) > 0:
+		want, ok := s.cfg.Users[o.User]
+		return ok && subtle.ConstantTimeCompare([]byte(o.Pass), []byte(want)) == 1
+	}
+	return true
+}
+
+// publishCore delivers a message on a non-telemetry subject to matching core
+// subscriptions: all plain ones, one member per core queue group. from is the
+// publishing connection (for echo), or nil.
+func (s *Server) publishCore(from *conn, subject, reply string, header, payload []byte) {
+	s.subs.match(subject, func(sb *sub) bool {
+		if from != nil && sb.c == from && !from.opts.Echo {
+			return false
+		}
+		return sb.c.sendMsg(sb, subject, reply, header, payload)
+	})
+}
+
+// PublishCore is publishCore for the node (dead letters, replies).
+func (s *Server) PublishCore(subject string, header, payload []byte) {
+	s.publishCore(nil, subject, "", header, payload)
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -1,0 +1,259 @@
+// Package gateway wires an edgeq node together: the log, ingest, queue
+// groups, the NATS protocol server and the HTTP API, with a graceful
+// lifecycle.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"edgeq/gateway/config"
+	"edgeq/gateway/dispatch"
+	"edgeq/gateway/hot"
+	"edgeq/gateway/natsserver"
+	"edgeq/gateway/queue"
+	"edgeq/wal"
+)
+
+// Node is one running edgeq node.
+type Node struct {
+	cfg     config.Config
+	id      string
+	version string
+	logger  *slog.Logger
+	started time.Time
+
+	log    *wal.Log
+	ingest *Ingest
+	queues *dispatch.Registry
+	tail   *dispatch.Tail
+	nats   *natsserver.Server
+
+	httpSrv *http.Server
+	httpLn  net.Listener
+
+	ready    atomic.Bool
+	cancel   context.CancelFunc
+	bg       sync.WaitGroup
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// NewNode opens the data directory and builds the node; Start serves.
+func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	id, err := LoadNodeID(cfg.DataDir, cfg.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	logger = logger.With("node", id)
+	l, err := wal.Open(cfg.DataDir+"/wal", cfg.WALOptions(), logger)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, id: id, version: version, logger: logger, log: l, started: time.Now()}
+	for _, pr := range l.Report().Partitions {
+		if pr.Repaired() {
+			logger.Warn("log repaired at start", "partition", pr.Partition, "torn_bytes", pr.TornBytes, "bad_tail_records", pr.BadTail)
+		}
+	}
+	var det *hot.Detector
+	if cfg.Hot.Enabled {
+		hc := hot.DefaultConfig()
+		hc.Window, hc.Factor, hc.MinRate, hc.MaxDevices = cfg.Hot.Window, cfg.Hot.Factor, cfg.Hot.MinRate, cfg.WAL.MaxDevices
+		if det, err = hot.New(hc); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	n.ingest = newIngest(l, det, logger)
+	n.tail = dispatch.NewTail(l, cfg.NATS.TelemetryPrefix, id, logger)
+	n.queues = dispatch.NewRegistry(dispatch.Config{
+		Node:            id,
+		TelemetryPrefix: cfg.NATS.TelemetryPrefix,
+		Defaults:        queueConfig(cfg, config.Group{}),
+		GroupTTL:        cfg.Queue.GroupTTL,
+		MaxGroups:       cfg.Queue.MaxGroups,
+	}, l, n.publishCore, logger)
+	users := map[string]string{}
+	for _, u := range cfg.NATS.Users {
+		users[u.User] = u.Password
+	}
+	n.nats = natsserver.New(natsserver.Config{
+		Listen:           cfg.NATS.Listen,
+		AuthToken:        cfg.NATS.AuthToken,
+		Users:            users,
+		TelemetryPrefix:  cfg.NATS.TelemetryPrefix,
+		MaxPayload:       int(cfg.NATS.MaxPayload),
+		MaxControlLine:   int(cfg.NATS.MaxControlLine),
+		MaxConnections:   cfg.NATS.MaxConnections,
+		MaxSubscriptions: cfg.NATS.MaxSubscriptions,
+		MaxPending:       int(cfg.NATS.MaxPending),
+		WriteDeadline:    cfg.NATS.WriteDeadline,
+		PingInterval:     cfg.NATS.PingInterval,
+		MaxPingsOut:      cfg.NATS.MaxPingsOut,
+		AuthTimeout:      cfg.NATS.AuthTimeout,
+		NodeID:           id,
+		Version:          version,
+	}, n.ingest, n.queues, n.tail, logger)
+	for _, g := range cfg.Groups {
+		if err := n.queues.Declare(dispatch.GroupConfig{Key: dispatch.GroupKey{Filter: g.Subject, Queue: g.Queue}, Core: queueConfig(cfg, g)}); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("declare group (%s, %s): %w", g.Subject, g.Queue, err)
+		}
+	}
+	return n, nil
+}
+
+// queueConfig merges a group's settings over the queue defaults. Groups
+// created by a subscribe start at deliver: new; declared groups at all unless
+// they say otherwise.
+func queueConfig(cfg config.Config, g config.Group) queue.Config {
+	qc := queue.DefaultConfig()
+	qc.AckWait = cfg.Queue.AckWait
+	qc.MaxDeliver = cfg.Queue.MaxDeliver
+	qc.MaxInFlight = cfg.Queue.MaxInFlight
+	qc.ReadAheadMsgs = cfg.Queue.ReadAheadMsgs
+	qc.ReadAheadBytes = int(cfg.Queue.ReadAheadBytes)
+	if g.Queue != "" && g.Deliver != "new" {
+		qc.Deliver = queue.DeliverAll
+	}
+	if g.Ordering == "none" {
+		qc.Ordering = queue.OrderNone
+	}
+	if g.Strategy == "sticky" {
+		qc.Strategy = queue.StrategySticky
+	}
+	if g.AckWait > 0 {
+		qc.AckWait = g.AckWait
+	}
+	if g.MaxDeliver > 0 {
+		qc.MaxDeliver = g.MaxDeliver
+	}
+	if g.MaxInFlight > 0 {
+		qc.MaxInFlight = g.MaxInFlight
+	}
+	return qc
+}
+
+// ID is the node's ID.
+func (n *Node) ID() string { return n.id }
+
+// Log is the node's telemetry log.
+func (n *Node) Log() *wal.Log { return n.log }
+
+// Ingest is the node's way into the log, for bridges.
+func (n *Node) Ingest() *Ingest { return n.ingest }
+
+// publishCore sends dead letters on core subjects once the server exists.
+func (n *Node) publishCore(subject string, header, payload []byte) {
+	if n.nats != nil {
+		n.nats.PublishCore(subject, header, payload)
+	}
+}
+
+// Start opens the listeners and background loops.
+func (n *Node) Start() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	n.goBackground(func() { n.tail.Run(ctx) })
+	n.goBackground(func() { n.ingest.runHot(ctx) })
+	n.goBackground(func() { n.expireGroups(ctx) })
+	if err := n.nats.Start(); err != nil {
+		n.Shutdown(time.Second)
+		return err
+	}
+	if n.cfg.HTTP.Listen != "" {
+		ln, err := net.Listen("tcp", n.cfg.HTTP.Listen)
+		if err != nil {
+			n.Shutdown(time.Second)
+			return fmt.Errorf("http: listen %s: %w", n.cfg.HTTP.Listen, err)
+		}
+		n.httpLn = ln
+		n.httpSrv = &http.Server{Handler: n.httpHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+		n.goBackground(func() {
+			if err := n.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				n.logger.Error("http server", "err", err)
+			}
+		})
+		n.logger.Info("listening for HTTP", "addr", ln.Addr().String())
+	}
+	n.ready.Store(true)
+	n.logger.Info("edgeq node ready", "data_dir", n.cfg.DataDir, "durability", n.cfg.WAL.Durability,
+		"partitions", n.cfg.WAL.Partitions, "hot_partitions", n.cfg.WAL.HotPartitions)
+	return nil
+}
+
+func (n *Node) goBackground(f func()) {
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		f()
+	}()
+}
+
+func (n *Node) expireGroups(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			n.queues.Expire(now)
+		}
+	}
+}
+
+// NATSAddr and HTTPAddr are the bound addresses (useful with port 0).
+func (n *Node) NATSAddr() string { return n.nats.Addr().String() }
+
+// HTTPAddr is the HTTP listener's address, empty when HTTP is off.
+func (n *Node) HTTPAddr() string {
+	if n.httpLn == nil {
+		return ""
+	}
+	return n.httpLn.Addr().String()
+}
+
+// Shutdown drains the node: stop accepting, hand back or finish in-flight
+// messages within timeout, commit offsets, sync and close the log.
+func (n *Node) Shutdown(timeout time.Duration) error {
+	n.stopOnce.Do(func() {
+		n.ready.Store(false)
+		deadline := time.Now().Add(timeout)
+		n.logger.Info("draining", "timeout", timeout)
+		n.nats.StopAccepting()
+		// Groups stop delivering and wait for in-flight acks while the
+		// connections are still open to carry them.
+		n.queues.Drain(deadline)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(time.Second))
+		defer cancel()
+		var errs []error
+		if err := n.nats.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("nats shutdown: %w", err))
+		}
+		if n.httpSrv != nil {
+			_ = n.httpSrv.Shutdown(ctx)
+		}
+		if n.cancel != nil {
+			n.cancel()
+		}
+		n.bg.Wait()
+		if err := n.log.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		n.stopErr = errors.Join(errs...)
+		n.logger.Info("stopped", "err", n.stopErr)
+	})
+	return n.stopErr
+}

@@ -1,0 +1,170 @@
+package gateway
+
+import (
+	"sort"
+	"time"
+)
+
+// Status is the JSON of GET /v1/status; `edgeq status` prints it for people.
+type Status struct {
+	Node          string            `json:"node"`
+	Version       string            `json:"version"`
+	UptimeSeconds int64             `json:"uptime_seconds"`
+	Ready         bool              `json:"ready"`
+	DataDir       string            `json:"data_dir"`
+	NATS          string            `json:"nats"`
+	HTTP          string            `json:"http"`
+	Durability    string            `json:"durability"`
+	Log           LogStatus         `json:"log"`
+	Partitions    []PartitionStatus `json:"partitions"`
+	Groups        []GroupStatus     `json:"groups"`
+	HotDevices    []DeviceStatus    `json:"top_devices"`
+	Sources       map[string]Source `json:"sources"`
+	Connections   ConnStatus        `json:"connections"`
+	Tail          TailStatus        `json:"live_tail"`
+}
+
+// LogStatus summarizes the log.
+type LogStatus struct {
+	Bytes      int64             `json:"bytes"`
+	MaxBytes   int64             `json:"max_bytes"`
+	Full       bool              `json:"full"`
+	Devices    int               `json:"devices"`
+	MaxDevices int               `json:"max_devices"`
+	Rejected   map[string]uint64 `json:"rejected"`
+}
+
+// PartitionStatus is one partition of the log.
+type PartitionStatus struct {
+	Partition int    `json:"partition"`
+	Hot       bool   `json:"hot"`
+	First     uint64 `json:"first"`
+	Last      uint64 `json:"last"`
+	Durable   uint64 `json:"durable"`
+	Bytes     int64  `json:"bytes"`
+	Appends   uint64 `json:"appends"`
+	Fsyncs    uint64 `json:"fsyncs"`
+	Corrupt   uint64 `json:"corrupt_skipped"`
+	Dropped   uint64 `json:"retention_dropped"`
+}
+
+// GroupStatus is one queue group.
+type GroupStatus struct {
+	Filter       string         `json:"filter"`
+	Queue        string         `json:"queue"`
+	Declared     bool           `json:"declared"`
+	Members      int            `json:"members"`
+	InFlight     int            `json:"in_flight"`
+	Pending      int            `json:"pending"`
+	Lag          uint64         `json:"lag"` // durable records not yet committed, all partitions
+	Delivered    uint64         `json:"delivered"`
+	Acked        uint64         `json:"acked"`
+	Naks         uint64         `json:"naks"`
+	Redeliveries uint64         `json:"redeliveries"`
+	DeadLetters  uint64         `json:"dead_letters"`
+	Active       int            `json:"active_devices"`
+	LatencyP50ms float64        `json:"latency_p50_ms"`
+	LatencyP99ms float64        `json:"latency_p99_ms"`
+	PartitionLag map[int]uint64 `json:"partition_lag"`
+	MemberList   []MemberStatus `json:"member_list"`
+	WindowSpan   map[int]int    `json:"window_span"`
+}
+
+// MemberStatus is one member of a group.
+type MemberStatus struct {
+	ID       string `json:"id"`
+	Credit   int    `json:"credit"`
+	InFlight int    `json:"in_flight"`
+}
+
+// DeviceStatus is one of the busiest devices.
+type DeviceStatus struct {
+	Device string  `json:"device"`
+	Rate   float64 `json:"rate"`
+	Hot    bool    `json:"isolated"`
+}
+
+// Source counts one ingest source.
+type Source struct {
+	Msgs   uint64 `json:"msgs"`
+	Bytes  uint64 `json:"bytes"`
+	Errors uint64 `json:"errors"`
+}
+
+// ConnStatus summarizes NATS connections.
+type ConnStatus struct {
+	Current       int64  `json:"current"`
+	Total         uint64 `json:"total"`
+	AuthFailures  uint64 `json:"auth_failures"`
+	SlowConsumers uint64 `json:"slow_consumer_closes"`
+	WriteTimeouts uint64 `json:"write_timeout_closes"`
+	Stale         uint64 `json:"stale_closes"`
+	ProtocolErrs  uint64 `json:"protocol_errors"`
+}
+
+// TailStatus summarizes the live tail.
+type TailStatus struct {
+	Subscribers int    `json:"subscribers"`
+	Delivered   uint64 `json:"delivered"`
+	Dropped     uint64 `json:"dropped"`
+}
+
+// Status builds the status document.
+func (n *Node) Status() Status {
+	ls := n.log.Stats()
+	st := Status{
+		Node: n.id, Version: n.version, UptimeSeconds: since(n.started), Ready: n.ready.Load(),
+		DataDir: n.cfg.DataDir, NATS: n.NATSAddr(), HTTP: n.HTTPAddr(), Durability: string(n.cfg.WAL.Durability),
+		Log: LogStatus{Bytes: ls.Bytes, MaxBytes: ls.MaxBytes, Full: ls.Full, Devices: ls.Devices,
+			MaxDevices: ls.MaxDevices, Rejected: ls.Rejected},
+		Sources: map[string]Source{},
+	}
+	for _, p := range ls.Partitions {
+		st.Partitions = append(st.Partitions, PartitionStatus{Partition: p.Partition, Hot: p.Hot, First: p.First,
+			Last: p.Last, Durable: p.Durable, Bytes: p.Bytes, Appends: p.Appends, Fsyncs: p.Fsyncs,
+			Corrupt: p.Corrupt, Dropped: p.Dropped})
+	}
+	for _, g := range n.queues.Stats() {
+		gs := GroupStatus{Filter: g.Key.Filter, Queue: g.Key.Queue, Declared: g.Declared,
+			Members: g.Core.Members, InFlight: g.Core.InFlight, Pending: g.Core.Pending,
+			Delivered: g.Core.Delivered, Acked: g.Core.Acked, Naks: g.Core.Naks,
+			Redeliveries: g.Core.Redeliveries, DeadLetters: g.Core.DeadLetters, Active: g.Core.ActiveDevices,
+			LatencyP50ms: ms(g.Latency.Quantile(0.5)), LatencyP99ms: ms(g.Latency.Quantile(0.99)),
+			PartitionLag: map[int]uint64{}, WindowSpan: map[int]int{}}
+		for _, p := range g.Core.Partitions {
+			durable := n.log.Durable(p.Partition)
+			if durable > p.Committed {
+				lag := durable - p.Committed
+				gs.Lag += lag
+				gs.PartitionLag[p.Partition] = lag
+			}
+			gs.WindowSpan[p.Partition] = p.Span
+		}
+		for _, m := range g.Core.MemberList {
+			gs.MemberList = append(gs.MemberList, MemberStatus{ID: string(m.ID), Credit: m.Credit, InFlight: m.InFlight})
+		}
+		st.Groups = append(st.Groups, gs)
+	}
+	for _, d := range n.ingest.TopDevices(10) {
+		st.HotDevices = append(st.HotDevices, DeviceStatus{Device: d.Device, Rate: d.Rate, Hot: d.Hot})
+	}
+	srcs := n.ingest.Sources()
+	names := make([]string, 0, len(srcs))
+	for name := range srcs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := srcs[name]
+		st.Sources[name] = Source{Msgs: c[0], Bytes: c[1], Errors: c[2]}
+	}
+	cs := n.nats.Counters()
+	st.Connections = ConnStatus{Current: cs.Connections.Load(), Total: cs.TotalConnections.Load(),
+		AuthFailures: cs.AuthFailures.Load(), SlowConsumers: cs.SlowConsumers.Load(),
+		WriteTimeouts: cs.WriteTimeouts.Load(), Stale: cs.StaleConnections.Load(), ProtocolErrs: cs.ProtocolErrors.Load()}
+	ts := n.tail.Stats()
+	st.Tail = TailStatus{Subscribers: ts.Subscribers, Delivered: ts.Delivered, Dropped: ts.Dropped}
+	return st
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
