@@ -3,11 +3,11 @@ package natsserver
 import (
 	"bytes"
 	"encoding/json"
-	"time"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"edgeq/gateway/dispatch"
 	"edgeq/gateway/natsproto"
