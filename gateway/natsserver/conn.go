@@ -216,11 +216,15 @@ func (c *conn) writer(done chan<- struct{}) {
 				return
 			}
 		}
+		// Keep the written buffer for the next swap unless it grew large
+		// (a burst): then let it go, so an idle connection holds little.
+		c.mu.Lock()
 		if cap(buf) <= 64<<10 {
-			c.mu.Lock()
 			c.spare = buf[:0]
-			c.mu.Unlock()
+		} else {
+			c.spare = nil
 		}
+		c.mu.Unlock()
 		if closed {
 			return
 		}

@@ -1,0 +1,207 @@
+// Package e2e tests the real edgeq binary as separate processes, with real
+// NATS clients (nats.go, the nats CLI) on loopback.
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var edgeqBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "edgeq-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	edgeqBin = filepath.Join(dir, "edgeq")
+	args := []string{"build", "-o", edgeqBin}
+	if os.Getenv("EDGEQ_E2E_RACE") == "1" {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "edgeq/cmd/edgeq")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build edgeq:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// node is one edgeq process.
+type node struct {
+	t        testing.TB
+	dataDir  string
+	natsPort int
+	httpPort int
+	config   string // YAML file, may be empty
+	env      []string
+	cmd      *exec.Cmd
+	logMu    sync.Mutex
+	log      strings.Builder
+	exited   chan struct{}
+}
+
+func newNode(t testing.TB, yaml string, env ...string) *node {
+	t.Helper()
+	n := &node{t: t, dataDir: filepath.Join(t.TempDir(), "data"), natsPort: freePort(t), httpPort: freePort(t), env: env}
+	if yaml != "" {
+		n.config = filepath.Join(t.TempDir(), "edgeq.yaml")
+		if err := os.WriteFile(n.config, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if n.running() {
+			n.kill()
+		}
+		if t.Failed() {
+			t.Logf("node log:\n%s", n.logs())
+		}
+	})
+	return n
+}
+
+func (n *node) url() string     { return fmt.Sprintf("nats://127.0.0.1:%d", n.natsPort) }
+func (n *node) httpURL() string { return fmt.Sprintf("http://127.0.0.1:%d", n.httpPort) }
+
+func (n *node) logs() string {
+	n.logMu.Lock()
+	defer n.logMu.Unlock()
+	return n.log.String()
+}
+
+// start runs the node and waits until /readyz answers.
+func (n *node) start() {
+	n.t.Helper()
+	args := []string{"run", "--data", n.dataDir, "--nats", fmt.Sprintf("127.0.0.1:%d", n.natsPort),
+		"--http", fmt.Sprintf("127.0.0.1:%d", n.httpPort), "--node-id", "e2e-node"}
+	if n.config != "" {
+		args = append(args, "--config", n.config)
+	}
+	n.cmd = exec.Command(edgeqBin, args...)
+	n.cmd.Env = append(os.Environ(), n.env...)
+	stderr, err := n.cmd.StderrPipe()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.cmd.Stdout = io.Discard
+	if err := n.cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	n.exited = make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			n.logMu.Lock()
+			if n.log.Len() < 4<<20 {
+				n.log.WriteString(sc.Text() + "\n")
+			}
+			n.logMu.Unlock()
+		}
+		n.cmd.Wait()
+		close(n.exited)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(n.httpURL() + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		select {
+		case <-n.exited:
+			n.t.Fatalf("node exited at start: %s", n.logs())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	n.t.Fatalf("node not ready: %s", n.logs())
+}
+
+func (n *node) running() bool {
+	if n.exited == nil {
+		return false
+	}
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill ends the node with SIGKILL.
+func (n *node) kill() {
+	n.cmd.Process.Signal(syscall.SIGKILL)
+	<-n.exited
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (n *node) stop() int {
+	n.t.Helper()
+	n.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-n.exited:
+	case <-time.After(30 * time.Second):
+		n.t.Fatalf("node did not stop on SIGTERM: %s", n.logs())
+	}
+	return n.cmd.ProcessState.ExitCode()
+}
+
+func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// requireTool finds an external program; missing is a skip, or a failure
+// with CI=true.
+func requireTool(t testing.TB, name string, extra ...string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, p := range extra {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not installed, and CI=true", name)
+	}
+	t.Skipf("%s is not installed", name)
+	return ""
+}
