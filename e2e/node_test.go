@@ -205,3 +205,23 @@ func requireTool(t testing.TB, name string, extra ...string) string {
 	t.Skipf("%s is not installed", name)
 	return ""
 }
+
+// runCmd runs a program with a time limit and returns its combined output.
+func runCmd(name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		return out.String(), fmt.Errorf("%s timed out", name)
+	}
+}

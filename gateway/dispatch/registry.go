@@ -118,15 +118,28 @@ func (r *Registry) group(gc GroupConfig) (*runner, error) {
 	cc := gc.Core
 	cc.Filter = func(m *queue.Msg) bool { return match.match(m.Device) }
 	consumer := gc.Key.consumerName()
-	// Resume from committed offsets where the group has them.
+	// Resume from committed offsets where the group has them. A new group
+	// records where it starts before it delivers anything, so that a crash
+	// right after its creation resumes there instead of starting anew
+	// (which, for deliver: new, would skip what arrived meanwhile).
 	start := make(map[int]uint64, r.log.NumPartitions())
 	known := r.log.Offsets().Has(consumer)
 	for p := 0; p < r.log.NumPartitions(); p++ {
-		start[p] = 0
-		if off, ok := r.log.Offsets().Get(consumer, p); ok {
-			start[p] = off + 1
-		} else if known {
-			start[p] = 1 // a partition the group never committed: from its start
+		off, ok := r.log.Offsets().Get(consumer, p)
+		if !ok {
+			off = r.log.First(p) - 1 // deliver: all, or a partition the group never committed
+			if !known && gc.Core.Deliver == queue.DeliverNew {
+				off = r.log.Durable(p)
+			}
+			if err := r.log.Offsets().Commit(consumer, p, off); err != nil {
+				return nil, err
+			}
+		}
+		start[p] = off + 1
+	}
+	if !known {
+		if err := r.log.Offsets().Flush(); err != nil {
+			return nil, fmt.Errorf("dispatch: record start of group %s: %w", gc.Key, err)
 		}
 	}
 	core, err := queue.New(cc, start, newRand())
@@ -148,15 +161,6 @@ func (r *Registry) group(gc GroupConfig) (*runner, error) {
 		builder:  deliveryBuilder{node: r.cfg.Node, prefix: r.cfg.TelemetryPrefix},
 	}
 	g.lastEmpty.Store(time.Now().UnixNano())
-	// Make the group known to the offset store at once, so that retention
-	// holds its data even before its first commit.
-	if !known {
-		for p := range start {
-			if start[p] == 0 && gc.Core.Deliver == queue.DeliverAll {
-				_ = r.log.Offsets().Commit(consumer, p, r.log.First(p)-1)
-			}
-		}
-	}
 	g.snapshotStats()
 	r.groups[gc.Key] = g
 	r.byID[g.gid] = g
