@@ -8,6 +8,8 @@ BUILDDATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILDDATE)
 FUZZTIME  ?= 10s
 export CGO_ENABLED = 0
+# Tools the tests run (the nats CLI) are installed with go install.
+export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
 .PHONY: help build run test test-deps unit fuzz lint cross bench clean
 

@@ -137,7 +137,7 @@ func TestSigtermDrainNoRedelivery(t *testing.T) {
 
 // TestNatsCLI uses the nats CLI as a second, independent client.
 func TestNatsCLI(t *testing.T) {
-	natsBin := requireTool(t, "nats", "/root/go/bin/nats")
+	natsBin := requireTool(t, "nats", goBin("nats"))
 	n := newNode(t, "")
 	n.start()
 	run := func(args ...string) string {

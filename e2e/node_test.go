@@ -225,3 +225,12 @@ func runCmd(name string, args ...string) (string, error) {
 		return out.String(), fmt.Errorf("%s timed out", name)
 	}
 }
+
+// goBin is where go install puts a tool.
+func goBin(name string) string {
+	out, err := exec.Command("go", "env", "GOPATH").Output()
+	if err != nil {
+		return name
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "bin", name)
+}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"edgeq/bridge/serial"
 	"edgeq/gateway/config"
 	"edgeq/gateway/dispatch"
 	"edgeq/gateway/hot"
@@ -35,6 +36,8 @@ type Node struct {
 	queues *dispatch.Registry
 	tail   *dispatch.Tail
 	nats   *natsserver.Server
+
+	serial []*serial.Port
 
 	httpSrv *http.Server
 	httpLn  net.Listener
@@ -105,6 +108,14 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		NodeID:           id,
 		Version:          version,
 	}, n.ingest, n.queues, n.tail, logger)
+	for _, sc := range cfg.Serial {
+		p, err := serial.New(sc, n.ingest, logger)
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("serial port %s: %w", sc.Name, err)
+		}
+		n.serial = append(n.serial, p)
+	}
 	for _, g := range cfg.Groups {
 		if err := n.queues.Declare(dispatch.GroupConfig{Key: dispatch.GroupKey{Filter: g.Subject, Queue: g.Queue}, Core: queueConfig(cfg, g)}); err != nil {
 			l.Close()
@@ -187,6 +198,12 @@ func (n *Node) Start() error {
 		})
 		n.logger.Info("listening for HTTP", "addr", ln.Addr().String())
 	}
+	for _, p := range n.serial {
+		if err := p.Start(ctx); err != nil {
+			n.Shutdown(time.Second)
+			return fmt.Errorf("serial port %s: %w", p.Name(), err)
+		}
+	}
 	n.ready.Store(true)
 	n.logger.Info("edgeq node ready", "data_dir", n.cfg.DataDir, "durability", n.cfg.WAL.Durability,
 		"partitions", n.cfg.WAL.Partitions, "hot_partitions", n.cfg.WAL.HotPartitions)
@@ -233,6 +250,12 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 		deadline := time.Now().Add(timeout)
 		n.logger.Info("draining", "timeout", timeout)
 		n.nats.StopAccepting()
+		// Bridges stop first: what they read is stored before the log closes.
+		for _, p := range n.serial {
+			if err := p.Stop(time.Until(deadline)); err != nil {
+				n.logger.Warn("stop serial port", "port", p.Name(), "err", err)
+			}
+		}
 		// Groups stop delivering and wait for in-flight acks while the
 		// connections are still open to carry them.
 		n.queues.Drain(deadline)

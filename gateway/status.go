@@ -3,6 +3,8 @@ package gateway
 import (
 	"sort"
 	"time"
+
+	"edgeq/bridge/serial"
 )
 
 // Status is the JSON of GET /v1/status; `edgeq status` prints it for people.
@@ -22,6 +24,7 @@ type Status struct {
 	Sources       map[string]Source `json:"sources"`
 	Connections   ConnStatus        `json:"connections"`
 	Tail          TailStatus        `json:"live_tail"`
+	Serial        []serial.Status   `json:"serial,omitempty"`
 }
 
 // LogStatus summarizes the log.
@@ -162,6 +165,9 @@ func (n *Node) Status() Status {
 	st.Connections = ConnStatus{Current: cs.Connections.Load(), Total: cs.TotalConnections.Load(),
 		AuthFailures: cs.AuthFailures.Load(), SlowConsumers: cs.SlowConsumers.Load(),
 		WriteTimeouts: cs.WriteTimeouts.Load(), Stale: cs.StaleConnections.Load(), ProtocolErrs: cs.ProtocolErrors.Load()}
+	for _, p := range n.serial {
+		st.Serial = append(st.Serial, p.Status())
+	}
 	ts := n.tail.Stats()
 	st.Tail = TailStatus{Subscribers: ts.Subscribers, Delivered: ts.Delivered, Dropped: ts.Dropped}
 	return st

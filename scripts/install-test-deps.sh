@@ -20,6 +20,12 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq >/dev/null
   apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+# The nats CLI is a second, independent NATS client in the tests.
+gobin="$(go env GOPATH)/bin"
+if ! command -v nats >/dev/null && [ ! -x "$gobin/nats" ]; then
+  echo "installing the nats CLI (natscli) into $gobin"
+  GOFLAGS= go install github.com/nats-io/natscli/nats@v0.5.1
+fi
 # A mosquitto installed as a service is not what the tests use (they start their own).
 if command -v systemctl >/dev/null && systemctl is-active --quiet mosquitto 2>/dev/null; then
   echo "note: a system mosquitto is running; the tests start their own on free ports"

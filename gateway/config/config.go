@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"edgeq/bridge/serial"
 	"edgeq/wal"
 )
 
@@ -33,6 +34,8 @@ type Config struct {
 	Queue  QueueDefaults `yaml:"queue"`
 	Groups []Group       `yaml:"groups"`
 	Hot    Hot           `yaml:"hot"`
+	// Serial lists the serial ports to read telemetry from.
+	Serial []serial.Config `yaml:"serial"`
 }
 
 // NATS is the NATS client-protocol listener.
@@ -259,6 +262,16 @@ func (c *Config) Validate() error {
 		if g.AckWait < 0 || g.MaxDeliver < 0 || g.MaxInFlight < 0 {
 			bad(key, "ack_wait, max_deliver and max_in_flight must not be negative")
 		}
+	}
+	names := map[string]bool{}
+	for i, sc := range c.Serial {
+		if err := sc.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if names[sc.Name] {
+			bad(fmt.Sprintf("serial[%d].name", i), "%q used twice", sc.Name)
+		}
+		names[sc.Name] = true
 	}
 	if c.Hot.Enabled {
 		if c.Hot.Window < time.Second {

@@ -36,6 +36,9 @@ func Load(path string, environ []string, flags Flags) (Config, error) {
 			return cfg, fmt.Errorf("config: %s: %w", path, err)
 		}
 	}
+	for i := range cfg.Serial {
+		cfg.Serial[i] = cfg.Serial[i].WithDefaults()
+	}
 	if err := applyEnv(&cfg, environ); err != nil {
 		return cfg, err
 	}
