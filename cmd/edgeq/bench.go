@@ -1,0 +1,258 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// benchResult is what `edgeq bench --json` prints.
+type benchResult struct {
+	Mode          string  `json:"mode"`
+	Server        string  `json:"server"`
+	Msgs          int     `json:"msgs"`
+	Devices       int     `json:"devices"`
+	Size          int     `json:"size"`
+	Publishers    int     `json:"publishers"`
+	Workers       int     `json:"workers"`
+	PublishPerSec float64 `json:"publish_per_sec"` // until the last pub-ack (durable) or publish flush (core)
+	DeliverPerSec float64 `json:"deliver_per_sec"` // until the last delivery
+	P50ms         float64 `json:"p50_ms"`
+	P90ms         float64 `json:"p90_ms"`
+	P99ms         float64 `json:"p99_ms"`
+	Duplicates    int64   `json:"duplicates"`
+	Errors        int64   `json:"errors"`
+}
+
+// runBench is a NATS load generator: publishers publish to device subjects,
+// workers in one queue group receive (and, in durable mode, ack) them, and
+// the publish→delivery latency is measured from a timestamp in the payload.
+// Durable mode talks to edgeq (pub-acks, stored, acked deliveries); core mode
+// uses plain core-NATS subjects, so the same run works against nats-server.
+func runBench(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clientFlags
+	cf.register(fs)
+	mode := fs.String("mode", "durable", "durable (edgeq: pub-acks, queue group with acks) or core (plain NATS subjects, e.g. against nats-server)")
+	msgs := fs.Int("msgs", 100_000, "messages to publish")
+	devices := fs.Int("devices", 1000, "distinct devices")
+	size := fs.Int("size", 150, "payload bytes (at least 16)")
+	pubs := fs.Int("publishers", 4, "publishing connections")
+	workers := fs.Int("workers", 4, "worker connections in the queue group")
+	queue := fs.String("queue", "bench", "queue group name")
+	window := fs.Int("window", 1000, "unacknowledged publishes per publisher (durable mode)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *mode != "durable" && *mode != "core" {
+		fmt.Fprintln(stderr, "edgeq bench: --mode is durable or core")
+		return 2
+	}
+	*size = max(*size, 16)
+	res, err := bench(cf, *mode, *msgs, *devices, *size, *pubs, *workers, *queue, *window, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "edgeq bench: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		out, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", out)
+		return 0
+	}
+	fmt.Fprintf(stdout, "%s bench against %s: %d msgs, %d devices, %d B payload, %d publishers, %d workers\n",
+		res.Mode, res.Server, res.Msgs, res.Devices, res.Size, res.Publishers, res.Workers)
+	fmt.Fprintf(stdout, "  publish   %10.0f msgs/s\n  delivered %10.0f msgs/s\n  latency   p50 %.2f ms  p90 %.2f ms  p99 %.2f ms\n",
+		res.PublishPerSec, res.DeliverPerSec, res.P50ms, res.P90ms, res.P99ms)
+	if res.Duplicates > 0 || res.Errors > 0 {
+		fmt.Fprintf(stdout, "  duplicates %d  errors %d\n", res.Duplicates, res.Errors)
+	}
+	return 0
+}
+
+func bench(cf clientFlags, mode string, total, devices, size, nPubs, nWorkers int, queue string, window int, progress io.Writer) (benchResult, error) {
+	res := benchResult{Mode: mode, Server: cf.server, Msgs: total, Devices: devices, Size: size, Publishers: nPubs, Workers: nWorkers}
+	prefix := cf.prefix
+	if mode == "core" {
+		prefix = "bench"
+	}
+	latencies := make([]int64, total) // indexed by message number: bounded by --msgs
+	var delivered, dupes, errs atomic.Int64
+	seen := make([]atomic.Bool, total)
+	allDelivered := make(chan struct{})
+	var closeOnce sync.Once
+	var conns []*nats.Conn
+	defer func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}()
+	for w := 0; w < nWorkers; w++ {
+		nc, err := cf.connect(fmt.Sprintf("edgeq bench worker %d", w))
+		if err != nil {
+			return res, err
+		}
+		conns = append(conns, nc)
+		sub, err := nc.QueueSubscribe(prefix+".>", queue, func(m *nats.Msg) {
+			now := time.Now().UnixNano()
+			if len(m.Data) >= 16 {
+				id := binary.LittleEndian.Uint64(m.Data[8:])
+				if id < uint64(total) {
+					if seen[id].Swap(true) {
+						dupes.Add(1)
+					} else {
+						latencies[id] = now - int64(binary.LittleEndian.Uint64(m.Data))
+						if delivered.Add(1) == int64(total) {
+							closeOnce.Do(func() { close(allDelivered) })
+						}
+					}
+				}
+			}
+			if mode == "durable" {
+				if err := m.Ack(); err != nil {
+					errs.Add(1)
+				}
+			}
+		})
+		if err != nil {
+			return res, err
+		}
+		_ = sub.SetPendingLimits(-1, -1)
+		if err := nc.Flush(); err != nil {
+			return res, err
+		}
+	}
+	start := time.Now()
+	var published atomic.Int64
+	var pubWG sync.WaitGroup
+	per := (total + nPubs - 1) / nPubs
+	for p := 0; p < nPubs; p++ {
+		nc, err := cf.connect(fmt.Sprintf("edgeq bench publisher %d", p))
+		if err != nil {
+			return res, err
+		}
+		conns = append(conns, nc)
+		from, to := p*per, min((p+1)*per, total)
+		if from >= to {
+			continue
+		}
+		pubWG.Add(1)
+		go func(nc *nats.Conn, from, to int) {
+			defer pubWG.Done()
+			if err := publishRange(nc, mode, prefix, from, to, devices, size, window, &published, &errs); err != nil {
+				fmt.Fprintf(progress, "publisher: %v\n", err)
+			}
+		}(nc, from, to)
+	}
+	stopProgress := showProgress(progress, total, &published, &delivered)
+	pubWG.Wait()
+	pubDone := time.Since(start)
+	select {
+	case <-allDelivered:
+	case <-time.After(2*time.Minute + pubDone):
+		stopProgress()
+		return res, fmt.Errorf("only %d of %d messages delivered", delivered.Load(), total)
+	}
+	deliverDone := time.Since(start)
+	stopProgress()
+	slices.Sort(latencies)
+	q := func(f float64) float64 { return float64(latencies[int(f*float64(total-1))]) / 1e6 }
+	res.PublishPerSec = float64(total) / pubDone.Seconds()
+	res.DeliverPerSec = float64(total) / deliverDone.Seconds()
+	res.P50ms, res.P90ms, res.P99ms = q(0.5), q(0.9), q(0.99)
+	res.Duplicates, res.Errors = dupes.Load(), errs.Load()
+	return res, nil
+}
+
+// publishRange publishes messages from..to-1. Payload: 8 bytes publish time,
+// 8 bytes message number, then padding. In durable mode each publish carries a
+// reply subject and at most window wait for their pub-ack.
+func publishRange(nc *nats.Conn, mode, prefix string, from, to, devices, size, window int, published, errs *atomic.Int64) error {
+	var acks chan struct{}
+	var inbox string
+	if mode == "durable" {
+		acks = make(chan struct{}, window)
+		inbox = nats.NewInbox()
+		if _, err := nc.Subscribe(inbox, func(m *nats.Msg) {
+			if strings.Contains(string(m.Data), `"error"`) {
+				errs.Add(1)
+			}
+			published.Add(1)
+			<-acks
+		}); err != nil {
+			return err
+		}
+	}
+	payload := make([]byte, size)
+	for i := range payload[16:] {
+		payload[16+i] = 'x'
+	}
+	subjects := make([]string, devices)
+	for d := range subjects {
+		subjects[d] = fmt.Sprintf("%s.bench-%05d", prefix, d)
+	}
+	for i := from; i < to; i++ {
+		binary.LittleEndian.PutUint64(payload, uint64(time.Now().UnixNano()))
+		binary.LittleEndian.PutUint64(payload[8:], uint64(i))
+		subject := subjects[i%devices]
+		if mode == "durable" {
+			acks <- struct{}{}
+			if err := nc.PublishRequest(subject, inbox, payload); err != nil {
+				return err
+			}
+		} else {
+			if err := nc.Publish(subject, payload); err != nil {
+				return err
+			}
+			published.Add(1)
+		}
+	}
+	if mode == "durable" {
+		for len(acks) > 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return nc.Flush()
+}
+
+// showProgress draws a progress bar on a terminal; elsewhere it stays quiet.
+func showProgress(w io.Writer, total int, published, delivered *atomic.Int64) (stop func()) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return func() {}
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			p, d := published.Load(), delivered.Load()
+			const width = 30
+			bar := strings.Repeat("#", int(d*width/int64(total))) + strings.Repeat(".", width-int(d*width/int64(total)))
+			fmt.Fprintf(f, "\r[%s] published %d/%d delivered %d", bar, p, total, d)
+			select {
+			case <-done:
+				fmt.Fprint(f, "\r\033[K")
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
