@@ -145,7 +145,7 @@ func produce(t *testing.T, in *Ingest, hotRate int, d time.Duration) {
 }
 
 var (
-	storedMu sync.Mutex
+	storedMu  sync.Mutex
 	storedSeq = map[string]uint64{} // device -> last stored seq
 )
 
