@@ -20,7 +20,9 @@ type Member interface {
 	Deliver(d *Delivery) bool
 }
 
-// Delivery is one message for a member, as the NATS protocol carries it.
+// Delivery is one message for a member, as the NATS protocol carries it. All
+// its fields alias buffers that are reused after Deliver returns: a member
+// that keeps anything copies it (strings.Clone, bytes.Clone).
 type Delivery struct {
 	Subject string // <prefix>.<device>
 	Reply   string // ack subject; empty for live-tail deliveries
