@@ -9,6 +9,7 @@ package natsserver
 
 import (
 	"context"
+	"io"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -143,9 +144,18 @@ func (s *Server) acceptLoop() {
 		if len(s.conns) >= s.cfg.MaxConnections {
 			s.mu.Unlock()
 			s.stats.Refused.Add(1)
+			// INFO first, as nats-server does: clients read it before the error.
 			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
-			_, _ = nc.Write(natsproto.AppendErr(nil, "maximum connections exceeded"))
-			_ = nc.Close()
+			msg := s.info(&conn{})
+			msg = natsproto.AppendErr(msg, "maximum connections exceeded")
+			_, _ = nc.Write(msg)
+			// Let the client's CONNECT arrive before closing, so it reads the
+			// error instead of failing its write (bounded: 500 ms each).
+			go func() {
+				_ = nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+				_, _ = io.Copy(io.Discard, io.LimitReader(nc, 64<<10))
+				_ = nc.Close()
+			}()
 			continue
 		}
 		c := newConn(s, s.nextCID.Add(1), nc)
