@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/gateway/config"
 	"edgeq/gateway/dispatch"
@@ -38,6 +39,7 @@ type Node struct {
 	nats   *natsserver.Server
 
 	serial []*serial.Port
+	mqtt   []*mqtt.Bridge
 
 	httpSrv *http.Server
 	httpLn  net.Listener
@@ -115,6 +117,14 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 			return nil, fmt.Errorf("serial port %s: %w", sc.Name, err)
 		}
 		n.serial = append(n.serial, p)
+	}
+	for _, mc := range cfg.MQTT {
+		b, err := mqtt.New(mqtt.Config(mc), id, n.ingest, logger)
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("mqtt bridge %s: %w", mc.Name, err)
+		}
+		n.mqtt = append(n.mqtt, b)
 	}
 	for _, g := range cfg.Groups {
 		if err := n.queues.Declare(dispatch.GroupConfig{Key: dispatch.GroupKey{Filter: g.Subject, Queue: g.Queue}, Core: queueConfig(cfg, g)}); err != nil {
@@ -204,6 +214,12 @@ func (n *Node) Start() error {
 			return fmt.Errorf("serial port %s: %w", p.Name(), err)
 		}
 	}
+	for i, b := range n.mqtt {
+		if err := b.Start(ctx); err != nil {
+			n.Shutdown(time.Second)
+			return fmt.Errorf("mqtt bridge %s: %w", n.cfg.MQTT[i].Name, err)
+		}
+	}
 	n.ready.Store(true)
 	n.logger.Info("edgeq node ready", "data_dir", n.cfg.DataDir, "durability", n.cfg.WAL.Durability,
 		"partitions", n.cfg.WAL.Partitions, "hot_partitions", n.cfg.WAL.HotPartitions)
@@ -250,7 +266,13 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 		deadline := time.Now().Add(timeout)
 		n.logger.Info("draining", "timeout", timeout)
 		n.nats.StopAccepting()
-		// Bridges stop first: what they read is stored before the log closes.
+		// Bridges stop first: what they read is stored (and acked upstream)
+		// before the log closes.
+		for i, b := range n.mqtt {
+			if err := b.Stop(time.Until(deadline)); err != nil {
+				n.logger.Warn("stop mqtt bridge", "bridge", n.cfg.MQTT[i].Name, "err", err)
+			}
+		}
 		for _, p := range n.serial {
 			if err := p.Stop(time.Until(deadline)); err != nil {
 				n.logger.Warn("stop serial port", "port", p.Name(), "err", err)

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 )
 
@@ -25,6 +26,7 @@ type Status struct {
 	Connections   ConnStatus        `json:"connections"`
 	Tail          TailStatus        `json:"live_tail"`
 	Serial        []serial.Status   `json:"serial,omitempty"`
+	MQTT          []mqtt.Status     `json:"mqtt,omitempty"`
 }
 
 // LogStatus summarizes the log.
@@ -167,6 +169,9 @@ func (n *Node) Status() Status {
 		WriteTimeouts: cs.WriteTimeouts.Load(), Stale: cs.StaleConnections.Load(), ProtocolErrs: cs.ProtocolErrors.Load()}
 	for _, p := range n.serial {
 		st.Serial = append(st.Serial, p.Status())
+	}
+	for _, b := range n.mqtt {
+		st.MQTT = append(st.MQTT, b.Status())
 	}
 	ts := n.tail.Stats()
 	st.Tail = TailStatus{Subscribers: ts.Subscribers, Delivered: ts.Delivered, Dropped: ts.Dropped}

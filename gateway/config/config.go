@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/wal"
 )
@@ -36,6 +39,22 @@ type Config struct {
 	Hot    Hot           `yaml:"hot"`
 	// Serial lists the serial ports to read telemetry from.
 	Serial []serial.Config `yaml:"serial"`
+	// MQTT lists the MQTT brokers to bridge telemetry from.
+	MQTT []MQTTBridge `yaml:"mqtt"`
+}
+
+// MQTTBridge is one MQTT bridge; fields left out of the file keep
+// mqtt.DefaultConfig's values (qos: 0 stays 0).
+type MQTTBridge mqtt.Config
+
+// UnmarshalYAML decodes over the defaults.
+func (m *MQTTBridge) UnmarshalYAML(n *yaml.Node) error {
+	c := mqtt.DefaultConfig()
+	if err := n.Decode(&c); err != nil {
+		return err
+	}
+	*m = MQTTBridge(c)
+	return nil
 }
 
 // NATS is the NATS client-protocol listener.
@@ -272,6 +291,16 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("serial[%d].name", i), "%q used twice", sc.Name)
 		}
 		names[sc.Name] = true
+	}
+	for i := range c.MQTT {
+		mc := mqtt.Config(c.MQTT[i])
+		if err := mc.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if names["mqtt:"+mc.Name] {
+			bad(fmt.Sprintf("mqtt[%d].name", i), "%q used twice", mc.Name)
+		}
+		names["mqtt:"+mc.Name] = true
 	}
 	if c.Hot.Enabled {
 		if c.Hot.Window < time.Second {

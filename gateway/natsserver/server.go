@@ -9,10 +9,10 @@ package natsserver
 
 import (
 	"context"
-	"io"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"runtime"

@@ -1,0 +1,107 @@
+package mqtt
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// maxFieldDepth bounds a JSON field path; deeper paths are a configuration
+// mistake, and each level costs one decode of the enclosing object.
+const maxFieldDepth = 16
+
+// Errors of JSON field extraction; each one is an unmappable reason.
+var (
+	errBadJSON      = errors.New("payload is not a JSON object")
+	errMissingField = errors.New("field missing")
+	errFieldType    = errors.New("field is not a string or an integer")
+)
+
+// JSONField is a dot path into a JSON object, such as "meta.device". Keys that
+// themselves contain a dot cannot be addressed. It is immutable and safe for
+// concurrent use.
+type JSONField struct {
+	path []string
+}
+
+// ParseJSONField parses a dot path of 1..16 non-empty keys.
+func ParseJSONField(s string) (*JSONField, error) {
+	if s == "" {
+		return nil, errors.New("empty field path")
+	}
+	path := strings.Split(s, ".")
+	if len(path) > maxFieldDepth {
+		return nil, fmt.Errorf("field path %q: %d levels, at most %d", s, len(path), maxFieldDepth)
+	}
+	for _, k := range path {
+		if k == "" {
+			return nil, fmt.Errorf("field path %q: empty key", s)
+		}
+	}
+	return &JSONField{path: path}, nil
+}
+
+// String returns the path as written.
+func (f *JSONField) String() string { return strings.Join(f.path, ".") }
+
+// Extract returns the field's value from a JSON object payload: a string as it
+// is, an integer as its decimal text. It returns errBadJSON, errMissingField or
+// errFieldType (wrapped) when there is no such value. Duplicate keys: the last
+// one wins, as in encoding/json.
+func (f *JSONField) Extract(payload []byte) (string, error) {
+	// Validate everything once: a truncated payload must not pass just because
+	// the field came before the damage.
+	if !json.Valid(payload) {
+		return "", errBadJSON
+	}
+	raw := json.RawMessage(payload)
+	for i, key := range f.path {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+			if i == 0 {
+				return "", errBadJSON
+			}
+			return "", fmt.Errorf("%w: %q is not an object", errMissingField, strings.Join(f.path[:i], "."))
+		}
+		v, ok := obj[key]
+		if !ok {
+			return "", fmt.Errorf("%w: %q", errMissingField, strings.Join(f.path[:i+1], "."))
+		}
+		raw = v
+	}
+	return scalarText(raw)
+}
+
+// scalarText turns a JSON string or integer into text.
+func scalarText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("%w: %v", errFieldType, err)
+		}
+		return s, nil
+	}
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&n); err == nil && isInteger(n.String()) {
+		return n.String(), nil
+	}
+	return "", fmt.Errorf("%w: %.32s", errFieldType, raw)
+}
+
+func isInteger(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
