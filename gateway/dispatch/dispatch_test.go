@@ -91,15 +91,18 @@ func (m *member) Deliver(d *Delivery) bool {
 	if d.Subject != "telemetry."+dv.device {
 		m.w.t.Errorf("subject %q for device %s", d.Subject, dv.device)
 	}
+	// Count the answer before the delivery becomes visible to the test, so
+	// that its wg.Wait never races this Add.
+	m.wg.Add(1)
 	m.w.enter(dv)
 	ack, delay := m.policy(dv)
 	if ack == "" {
 		// Never answers: the worker is not working on it either, and the
 		// group redelivers after ack_wait.
 		m.w.exit(dv)
+		m.wg.Done()
 		return true
 	}
-	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		time.Sleep(delay)

@@ -5,6 +5,7 @@
 # placeholder without hardware and a virtual console.
 set -eu
 rm -rf sys dev
+# (empty directories get a .keep file at the end: git does not keep empty ones)
 usb=sys/devices/platform/scb/fd500000.pcie/pci0000:00/0000:00:00.0/0000:01:00.0/usb1
 mkdir -p sys/class/tty sys/bus/usb-serial/drivers/ftdi_sio sys/bus/usb-serial/drivers/ch341-uart \
   sys/bus/usb/drivers/cdc_acm sys/bus/amba/drivers/uart-pl011 sys/bus/platform/drivers/serial8250
@@ -57,3 +58,4 @@ for n in ttyUSB0 ttyACM0 ttyUSB10 ttyAMA0 ttyS1 tty1; do : >"dev/$n"; done
 ln -s ../../ttyUSB0 dev/serial/by-id/usb-FTDI_FT232R_USB_UART_A10K4ZQX-if00-port0
 ln -s ../../ttyACM0 "dev/serial/by-id/usb-Arduino__www.arduino.cc__Arduino_Uno_7593231373535121E0A1-if00"
 ln -s ../../ttyUSB10 dev/serial/by-id/usb-1a86_USB_Serial-if00-port0
+find sys dev -type d -empty -exec touch {}/.keep \;
