@@ -12,6 +12,8 @@ import (
 	"time"
 
 	twal "github.com/tidwall/wal"
+
+	"edgeq/internal/hist"
 )
 
 // partition is one tidwall/wal log in its own directory with one writer
@@ -50,6 +52,14 @@ type partition struct {
 	tailBytes int // bytes in the tail segment, to notice when tidwall cycles
 }
 
+// FsyncBounds are the upper bounds of the fsync latency histogram.
+var FsyncBounds = []time.Duration{
+	100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 250 * time.Millisecond, time.Second,
+}
+
 // partitionStats are counters read by Stats; all atomic.
 type partitionStats struct {
 	appends      atomic.Uint64
@@ -61,7 +71,7 @@ type partitionStats struct {
 	corrupt      atomic.Uint64 // records skipped by readers because their CRC failed
 	droppedBytes atomic.Uint64
 	dropped      atomic.Uint64 // records removed by retention before every consumer committed them
-	fsyncLatency Histogram
+	fsyncLatency *hist.Histogram
 }
 
 func twalOptions(o *Options) *twal.Options {
@@ -90,6 +100,7 @@ func openPartition(id int, dir string, opts *Options, logger *slog.Logger) (*par
 		notify:   make(chan struct{}),
 		segTimes: make(map[uint64]int64),
 	}
+	p.stats.fsyncLatency = hist.New(FsyncBounds)
 	rep, err := p.open()
 	if err != nil {
 		return nil, rep, err

@@ -1,5 +1,7 @@
 package wal
 
+import "edgeq/internal/hist"
+
 // PartitionStats is a snapshot of one partition.
 type PartitionStats struct {
 	Partition     int
@@ -17,7 +19,7 @@ type PartitionStats struct {
 	Corrupt       uint64
 	Dropped       uint64
 	DroppedBytes  uint64
-	FsyncLatency  HistogramSnapshot
+	FsyncLatency  hist.Snapshot
 	QueuedAppends int
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"edgeq/gateway/queue"
+	"edgeq/internal/hist"
 	"edgeq/wal"
 )
 
@@ -50,12 +51,19 @@ type Config struct {
 	MaxGroups int
 }
 
+// LatencyBounds are the upper bounds of the ingest→delivery histogram.
+var LatencyBounds = []time.Duration{
+	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
+	500 * time.Millisecond, time.Second, 5 * time.Second, 30 * time.Second,
+}
+
 // GroupStats is a snapshot of one group for status and metrics.
 type GroupStats struct {
 	Key      GroupKey
 	Declared bool
 	Core     queue.Stats
-	Latency  LatencySnapshot
+	Latency  hist.Snapshot // ingest→delivery of first deliveries
 }
 
 // Registry owns the node's queue groups.
@@ -157,7 +165,7 @@ func (r *Registry) group(gc GroupConfig) (*runner, error) {
 		members:  map[queue.MemberID]Member{},
 		fetchers: map[int]*fetcher{},
 		declared: gc.Declared,
-		latency:  &latencyHistogram{},
+		latency:  hist.New(LatencyBounds),
 		builder:  deliveryBuilder{node: r.cfg.Node, prefix: r.cfg.TelemetryPrefix},
 	}
 	g.lastEmpty.Store(time.Now().UnixNano())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"edgeq/gateway/queue"
+	"edgeq/internal/hist"
 	"edgeq/wal"
 )
 
@@ -70,7 +71,7 @@ type runner struct {
 	statsMu sync.Mutex
 	stats   GroupStats
 
-	latency *latencyHistogram
+	latency *hist.Histogram
 	dirty   bool // commits since the last offset flush
 }
 
@@ -215,7 +216,7 @@ func (r *runner) deliver(d *queue.Delivery) {
 		return
 	}
 	if d.Deliveries == 1 {
-		r.latency.observe(time.Duration(now.UnixNano() - r.rec.Time))
+		r.latency.Observe(time.Duration(now.UnixNano() - r.rec.Time))
 	}
 }
 
@@ -265,7 +266,7 @@ func (r *runner) snapshotStats() {
 	r.stats.Key = r.key
 	r.stats.Declared = r.declared
 	r.stats.Core = s
-	r.stats.Latency = r.latency.snapshot()
+	r.stats.Latency = r.latency.Snapshot()
 	r.statsMu.Unlock()
 }
 
