@@ -42,6 +42,7 @@ func TestKill9UnderLoad(t *testing.T) {
 		}
 	}()
 	waitFor(t, "traffic before the kill", 30*time.Second, func() bool { return pub.acked() > 3000 })
+	tr.crashed()
 	n.kill()
 	beforeRestart := pub.acked()
 	time.Sleep(200 * time.Millisecond)

@@ -100,15 +100,33 @@ func (p *publisher) ackedPayloads() map[string]pubAck {
 type tracker struct {
 	t        testing.TB
 	mu       sync.Mutex
-	inFlight map[string]string
+	inFlight map[string]inFlight
 	lastSeq  map[string]uint64
 	seen     map[string]int // payload -> deliveries
 	byWorker map[string]int
 	problems int
+	// epoch counts node crashes: a crash forgets what was in flight, so a
+	// message a worker still holds from before it may be delivered again.
+	epoch int
+	// crashes: ack errors while the node is down are expected.
+	crashes bool
+}
+
+type inFlight struct {
+	worker string
+	epoch  int
+}
+
+// crashed starts a new epoch (call it when the node is killed).
+func (tr *tracker) crashed() {
+	tr.mu.Lock()
+	tr.epoch++
+	tr.crashes = true
+	tr.mu.Unlock()
 }
 
 func newTracker(t testing.TB) *tracker {
-	return &tracker{t: t, inFlight: map[string]string{}, lastSeq: map[string]uint64{}, seen: map[string]int{}, byWorker: map[string]int{}}
+	return &tracker{t: t, inFlight: map[string]inFlight{}, lastSeq: map[string]uint64{}, seen: map[string]int{}, byWorker: map[string]int{}}
 }
 
 func (tr *tracker) fail(format string, args ...any) {
@@ -123,10 +141,10 @@ func (tr *tracker) enter(worker string, m *nats.Msg) (device string, seq uint64)
 	seq, _ = strconv.ParseUint(m.Header.Get("Edgeq-Seq"), 10, 64)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if holder, busy := tr.inFlight[device]; busy {
-		tr.fail("device %s: seq %d at %s while %s holds one", device, seq, worker, holder)
+	if holder, busy := tr.inFlight[device]; busy && holder.epoch == tr.epoch {
+		tr.fail("device %s: seq %d at %s while %s holds one", device, seq, worker, holder.worker)
 	}
-	tr.inFlight[device] = worker
+	tr.inFlight[device] = inFlight{worker, tr.epoch}
 	payload := string(m.Data)
 	if tr.seen[payload] == 0 {
 		if seq <= tr.lastSeq[device] {
@@ -164,7 +182,12 @@ func startWorker(t testing.TB, url, name string, tr *tracker, work func()) *nats
 		work()
 		tr.exit(device)
 		if err := m.Ack(); err != nil {
-			t.Errorf("%s: ack: %v", name, err)
+			tr.mu.Lock()
+			expected := tr.crashes
+			tr.mu.Unlock()
+			if !expected {
+				t.Errorf("%s: ack: %v", name, err)
+			}
 		}
 	})
 	if err != nil {
