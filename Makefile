@@ -11,7 +11,7 @@ export CGO_ENABLED = 0
 # Tools the tests run (the nats CLI) are installed with go install.
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: help build run test test-deps unit fuzz lint cross bench clean
+.PHONY: help build run test test-deps unit fuzz lint cross bench package firmware-test clean
 
 help:
 	@echo "make build   build bin/edgeq for this machine"
@@ -44,14 +44,30 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-cross:
-	GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/edgeq-linux-arm64 $(PKG)
-	GOOS=linux GOARCH=arm GOARM=7 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/edgeq-linux-armv7 $(PKG)
-	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/edgeq-linux-amd64 $(PKG)
+cross: $(BIN)/edgeq-linux-arm64 $(BIN)/edgeq-linux-armv7 $(BIN)/edgeq-linux-amd64
 	@ls -l $(BIN)/edgeq-linux-*
+
+# One target per architecture; Dockerfile.arm64 builds $(BIN)/edgeq-linux-arm64 too.
+$(BIN)/edgeq-linux-arm64: FORCE
+	GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $@ $(PKG)
+$(BIN)/edgeq-linux-armv7: FORCE
+	GOOS=linux GOARCH=arm GOARM=7 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $@ $(PKG)
+$(BIN)/edgeq-linux-amd64: FORCE
+	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $@ $(PKG)
+FORCE:
+
+# Tarball and .deb for arm64 and arm v7 in dist/.
+package: $(BIN)/edgeq-linux-arm64 $(BIN)/edgeq-linux-armv7
+	scripts/package.sh $(BIN)/edgeq-linux-arm64 arm64 $(VERSION) dist
+	scripts/package.sh $(BIN)/edgeq-linux-armv7 armv7 $(VERSION) dist
+
+# The arm binaries under qemu-user against real mosquitto, pty sensors and a
+# host NATS worker; footprint budgets.
+firmware-test: cross
+	firmware-tests/run.sh
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

@@ -356,11 +356,11 @@ func TestDrainAndResumeFromCommittedOffsets(t *testing.T) {
 func TestLiveTail(t *testing.T) {
 	l := openLog(t, t.TempDir())
 	defer l.Close()
+	publish(t, l, 3, 2) // before the tail: never seen
 	tail := NewTail(l, "telemetry", "n1", quiet())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go tail.Run(ctx)
-	publish(t, l, 3, 2) // before the subscription: not seen
 	var mu sync.Mutex
 	var got []string
 	var refuse bool
@@ -379,7 +379,6 @@ func TestLiveTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
 	publish(t, l, 3, 2)
 	waitFor(t, "tail", 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 })
 	mu.Lock()

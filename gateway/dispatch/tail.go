@@ -19,6 +19,8 @@ type Tail struct {
 	node   string
 	logger *slog.Logger
 
+	start []uint64 // per partition: the first offset followed
+
 	mu     sync.RWMutex
 	subs   map[uint64]tailSub // bound: the server's subscription limits
 	nextID uint64
@@ -31,9 +33,14 @@ type tailSub struct {
 	m     Member
 }
 
-// NewTail returns a live tail over l.
+// NewTail returns a live tail over l that follows what becomes durable from
+// now on (even before Run's goroutines are scheduled).
 func NewTail(l *wal.Log, prefix, node string, logger *slog.Logger) *Tail {
-	return &Tail{log: l, prefix: prefix, node: node, logger: logger, subs: map[uint64]tailSub{}}
+	start := make([]uint64, l.NumPartitions())
+	for p := range start {
+		start[p] = l.Durable(p) + 1
+	}
+	return &Tail{log: l, prefix: prefix, node: node, logger: logger, start: start, subs: map[uint64]tailSub{}}
 }
 
 // Subscribe adds a subscriber for filter; the returned func removes it.
@@ -68,7 +75,7 @@ func (t *Tail) Run(ctx context.Context) {
 }
 
 func (t *Tail) follow(ctx context.Context, p int) {
-	next := t.log.Durable(p) + 1
+	next := t.start[p]
 	b := deliveryBuilder{node: t.node, prefix: t.prefix}
 	for {
 		wake := t.log.Notify(p)
