@@ -18,7 +18,14 @@ import (
 	"time"
 )
 
-var edgeqBin string
+// edgeqBin is the native binary for client commands; nodeBin (and its
+// wrapper, e.g. qemu-aarch64-static) runs the node under test: the firmware
+// tests point them at a cross-built binary under qemu-user.
+var (
+	edgeqBin    string
+	nodeBin     string
+	nodeWrapper = os.Getenv("EDGEQ_E2E_WRAPPER")
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "edgeq-e2e-")
@@ -36,6 +43,10 @@ func TestMain(m *testing.M) {
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build edgeq:", err)
 		os.Exit(1)
+	}
+	nodeBin = edgeqBin
+	if b := os.Getenv("EDGEQ_E2E_BIN"); b != "" {
+		nodeBin = b
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -104,8 +115,18 @@ func (n *node) start() {
 	if n.config != "" {
 		args = append(args, "--config", n.config)
 	}
-	n.cmd = exec.Command(edgeqBin, args...)
-	n.cmd.Env = append(os.Environ(), n.env...)
+	if nodeWrapper != "" {
+		n.cmd = exec.Command(nodeWrapper, append([]string{nodeBin}, args...)...)
+	} else {
+		n.cmd = exec.Command(nodeBin, args...)
+	}
+	// The harness's own EDGEQ_E2E_* variables are not the node's settings.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "EDGEQ_E2E_") {
+			n.cmd.Env = append(n.cmd.Env, kv)
+		}
+	}
+	n.cmd.Env = append(n.cmd.Env, n.env...)
 	stderr, err := n.cmd.StderrPipe()
 	if err != nil {
 		n.t.Fatal(err)
@@ -128,7 +149,7 @@ func (n *node) start() {
 		n.cmd.Wait()
 		close(n.exited)
 	}()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(n.httpURL() + "/readyz")
 		if err == nil {

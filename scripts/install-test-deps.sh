@@ -10,6 +10,9 @@ command -v nats-server >/dev/null || need+=(nats-server)
 command -v socat >/dev/null || need+=(socat)
 command -v ip >/dev/null || need+=(iproute2)
 command -v gcc >/dev/null || need+=(gcc) # the race detector uses cgo
+command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static) # firmware tests
+command -v curl >/dev/null || need+=(curl)
+command -v dpkg-deb >/dev/null || need+=(dpkg)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "the tests need: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2

@@ -100,11 +100,18 @@ func TestCrashKill9(t *testing.T) {
 		t.Skip("crash test runs child processes")
 	}
 	rounds := 20
+	if r, err := strconv.Atoi(os.Getenv("EDGEQ_CRASH_ROUNDS")); err == nil && r > 0 {
+		rounds = r // fewer under qemu-user (firmware tests)
+	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(42, uint64(time.Now().UnixNano())))
 	var acked []ackedRecord
 	for round := 0; round < rounds; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		if w := os.Getenv("EDGEQ_TEST_EXEC_WRAPPER"); w != "" {
+			// Under qemu-user without binfmt_misc the child needs the emulator too.
+			cmd = exec.Command(w, os.Args[0], "-test.run=^$")
+		}
 		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

@@ -53,6 +53,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	queue := fs.String("queue", "bench", "queue group name")
 	window := fs.Int("window", 1000, "unacknowledged publishes per publisher (durable mode)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	rate := fs.Int("rate", 0, "publish at most this many msgs/s in total (0: as fast as possible)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -61,7 +62,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	*size = max(*size, 16)
-	res, err := bench(cf, *mode, *msgs, *devices, *size, *pubs, *workers, *queue, *window, stderr)
+	res, err := bench(cf, *mode, *msgs, *devices, *size, *pubs, *workers, *queue, *window, *rate, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "edgeq bench: %v\n", err)
 		return 1
@@ -81,7 +82,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func bench(cf clientFlags, mode string, total, devices, size, nPubs, nWorkers int, queue string, window int, progress io.Writer) (benchResult, error) {
+func bench(cf clientFlags, mode string, total, devices, size, nPubs, nWorkers int, queue string, window, rate int, progress io.Writer) (benchResult, error) {
 	res := benchResult{Mode: mode, Server: cf.server, Msgs: total, Devices: devices, Size: size, Publishers: nPubs, Workers: nWorkers}
 	prefix := cf.prefix
 	if mode == "core" {
@@ -150,7 +151,11 @@ func bench(cf clientFlags, mode string, total, devices, size, nPubs, nWorkers in
 		pubWG.Add(1)
 		go func(nc *nats.Conn, from, to int) {
 			defer pubWG.Done()
-			if err := publishRange(nc, mode, prefix, from, to, devices, size, window, &published, &errs); err != nil {
+			perPub := 0
+			if rate > 0 {
+				perPub = max(rate/nPubs, 1)
+			}
+			if err := publishRange(nc, mode, prefix, from, to, devices, size, window, perPub, &published, &errs); err != nil {
 				fmt.Fprintf(progress, "publisher: %v\n", err)
 			}
 		}(nc, from, to)
@@ -178,7 +183,7 @@ func bench(cf clientFlags, mode string, total, devices, size, nPubs, nWorkers in
 // publishRange publishes messages from..to-1. Payload: 8 bytes publish time,
 // 8 bytes message number, then padding. In durable mode each publish carries a
 // reply subject and at most window wait for their pub-ack.
-func publishRange(nc *nats.Conn, mode, prefix string, from, to, devices, size, window int, published, errs *atomic.Int64) error {
+func publishRange(nc *nats.Conn, mode, prefix string, from, to, devices, size, window, rate int, published, errs *atomic.Int64) error {
 	var acks chan struct{}
 	var inbox string
 	if mode == "durable" {
@@ -202,7 +207,14 @@ func publishRange(nc *nats.Conn, mode, prefix string, from, to, devices, size, w
 	for d := range subjects {
 		subjects[d] = fmt.Sprintf("%s.bench-%05d", prefix, d)
 	}
+	start := time.Now()
 	for i := from; i < to; i++ {
+		if rate > 0 {
+			// Paced: message k of this publisher is due at start + k/rate.
+			if wait := time.Until(start.Add(time.Duration(i-from) * time.Second / time.Duration(rate))); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
 		binary.LittleEndian.PutUint64(payload, uint64(time.Now().UnixNano()))
 		binary.LittleEndian.PutUint64(payload[8:], uint64(i))
 		subject := subjects[i%devices]

@@ -18,6 +18,10 @@ const EnvPrefix = "EDGEQ_"
 // EnvConfigFile names the config file when --config is not given.
 const EnvConfigFile = EnvPrefix + "CONFIG"
 
+// clientEnv are the variables of the client commands (pub, sub, status,
+// bench); a node ignores them, so one shell can set both.
+var clientEnv = map[string]bool{EnvPrefix + "SERVER": true, EnvPrefix + "TOKEN": true, EnvPrefix + "HTTP": true}
+
 // Flags are the command-line overrides; empty fields are not set.
 type Flags struct {
 	DataDir, NATSListen, HTTPListen, NodeID, LogLevel string
@@ -171,7 +175,7 @@ func applyEnv(cfg *Config, environ []string) error {
 	var errs []error
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, EnvPrefix) || name == EnvConfigFile {
+		if !ok || !strings.HasPrefix(name, EnvPrefix) || name == EnvConfigFile || clientEnv[name] {
 			continue
 		}
 		s, known := settings[name]
