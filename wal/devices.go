@@ -150,13 +150,13 @@ func decodeCheckpoint(data []byte, nparts, max int) (*deviceTable, []uint64, err
 // recoverDevices rebuilds the device table: the checkpoint, then every record
 // written after it. It returns the table, whether a checkpoint was used and how
 // many records were scanned.
-func recoverDevices(dir string, parts []*partition, max int) (*deviceTable, bool, uint64, error) {
+func recoverDevices(dir string, parts []*partition, max int, logger *slog.Logger) (*deviceTable, bool, uint64, error) {
 	t, covered, found, err := loadCheckpoint(dir, len(parts), max)
 	if err != nil && t == nil {
 		return nil, false, 0, err
 	}
 	if err != nil {
-		slog.Default().Warn("ignoring damaged device checkpoint; scanning the whole log", "err", err)
+		logger.Warn("ignoring damaged device checkpoint; scanning the whole log", "err", err)
 	}
 	var scanned uint64
 	for i, p := range parts {

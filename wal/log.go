@@ -156,7 +156,7 @@ func (l *Log) open() error {
 				"bad_tail_records", pr.BadTail, "bad_records_inside", pr.BadInside, "temp_files", pr.TempFiles)
 		}
 	}
-	devices, found, scanned, err := recoverDevices(l.dir, l.parts, l.opts.MaxDevices)
+	devices, found, scanned, err := recoverDevices(l.dir, l.parts, l.opts.MaxDevices, l.logger)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,8 @@ type Config struct {
 	Queue  QueueDefaults `yaml:"queue"`
 	Groups []Group       `yaml:"groups"`
 	Hot    Hot           `yaml:"hot"`
+	// Metrics configures /metrics and the device health of /v1/status.
+	Metrics Metrics `yaml:"metrics"`
 	// Serial lists the serial ports to read telemetry from.
 	Serial []serial.Config `yaml:"serial"`
 	// MQTT lists the MQTT brokers to bridge telemetry from.
@@ -148,6 +150,25 @@ type Hot struct {
 	MinRate float64       `yaml:"min_rate"`
 }
 
+// Metrics configures the exposition. The disk and filesystem metrics are
+// those of data_dir.
+type Metrics struct {
+	// ProcRoot and SysRoot are where procfs and sysfs are mounted (default
+	// /proc and /sys). In a container, point them at the host's (e.g.
+	// /host/proc) to report the gateway rather than the container. A root
+	// that cannot be read makes its collectors report
+	// edgeq_collector_success 0; the scrape still succeeds.
+	ProcRoot string `yaml:"proc_root"`
+	SysRoot  string `yaml:"sys_root"`
+	// TopDevices is how many of the busiest devices /metrics labels by
+	// device ID (default 10, at most 100; 0 leaves them out). No other
+	// metric has a per-device label.
+	TopDevices int `yaml:"top_devices"`
+}
+
+// MaxTopDevices bounds metrics.top_devices: the only per-device series.
+const MaxTopDevices = 100
+
 // Default returns the embedded defaults: a node that runs with no file.
 func Default() Config {
 	w := wal.DefaultOptions()
@@ -188,7 +209,8 @@ func Default() Config {
 			ReadAheadBytes: 4 << 20,
 			MaxGroups:      64,
 		},
-		Hot: Hot{Enabled: true, Window: 10 * time.Second, Factor: 10, MinRate: 50},
+		Hot:     Hot{Enabled: true, Window: 10 * time.Second, Factor: 10, MinRate: 50},
+		Metrics: Metrics{ProcRoot: "/proc", SysRoot: "/sys", TopDevices: 10},
 	}
 }
 
@@ -316,6 +338,15 @@ func (c *Config) Validate() error {
 			bad("hot.enabled", "needs wal.hot_partitions > 0")
 		}
 	}
+	if c.Metrics.ProcRoot == "" {
+		bad("metrics.proc_root", "empty")
+	}
+	if c.Metrics.SysRoot == "" {
+		bad("metrics.sys_root", "empty")
+	}
+	if c.Metrics.TopDevices < 0 || c.Metrics.TopDevices > MaxTopDevices {
+		bad("metrics.top_devices", "%d, want 0..%d", c.Metrics.TopDevices, MaxTopDevices)
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %w", errors.Join(errs...))
 	}
@@ -376,14 +407,13 @@ func oneOf(s string, options ...string) bool {
 }
 
 func checkHostPort(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%q: %v", addr, err)
 	}
 	if port == "" {
 		return fmt.Errorf("%q: no port", addr)
 	}
-	_ = host
 	return nil
 }
 
