@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -206,5 +207,28 @@ func TestAppendAsync(t *testing.T) {
 	l.AppendAsync(&Record{Device: "x"}, func(_ Position, err error) { called = errors.Is(err, ErrClosed) })
 	if !called {
 		t.Fatal("append after close did not fail with ErrClosed")
+	}
+}
+
+func TestDamagedCheckpointFallsBackToScan(t *testing.T) {
+	dir := t.TempDir()
+	o := testOptions()
+	l := openTest(t, dir, o)
+	appendN(t, l, "a", 7)
+	l.Close()
+	path := dir + "/" + checkpointFile
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	os.WriteFile(path, data, 0o640)
+	l = openTest(t, dir, o)
+	defer l.Close()
+	if l.Report().CheckpointFound {
+		t.Fatal("a damaged checkpoint was used")
+	}
+	if ps := appendN(t, l, "a", 1); ps[0].Seq != 8 {
+		t.Fatalf("seq after a damaged checkpoint: %d, want 8", ps[0].Seq)
 	}
 }
