@@ -159,9 +159,13 @@ func (c *conn) sendMsg(sb *sub, subject, reply string, header, payload []byte) b
 		return false
 	}
 	if len(c.out)+size > c.s.cfg.MaxPending {
+		// Closed at once (nothing more is queued), the socket work happens
+		// elsewhere: the caller may be a queue group's goroutine.
+		c.closed = true
 		c.mu.Unlock()
+		c.signal()
 		c.s.stats.SlowConsumers.Add(1)
-		c.close("slow consumer: pending bytes over max_pending", errors.New("Slow Consumer"))
+		go c.finishClose("slow consumer: pending bytes over max_pending", errors.New("Slow Consumer"))
 		return false
 	}
 	if header != nil && c.opts.Headers {
@@ -242,6 +246,11 @@ func (c *conn) close(reason string, errText error) {
 	c.closed = true
 	c.mu.Unlock()
 	c.signal()
+	c.finishClose(reason, errText)
+}
+
+// finishClose sends the -ERR (best effort, bounded) and closes the socket.
+func (c *conn) finishClose(reason string, errText error) {
 	if errText != nil {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		_, _ = c.nc.Write(natsproto.AppendErr(nil, errText.Error()))
