@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"syscall"
-	"time"
 
 	"edgeq/wal"
 )
@@ -32,6 +31,7 @@ func (n *Node) httpHandler() http.Handler {
 	mux.Handle("GET /v1/status", n.authorized(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, n.Status())
 	})))
+	mux.Handle("GET /metrics", n.authorized(http.HandlerFunc(n.handleMetrics)))
 	mux.Handle("POST /v1/publish/{device}", n.authorized(http.HandlerFunc(n.handlePublish)))
 	return mux
 }
@@ -118,6 +118,3 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }
-
-// uptime in whole seconds, for status.
-func since(t time.Time) int64 { return int64(time.Since(t).Seconds()) }

@@ -135,16 +135,6 @@ func (in *Ingest) move(ctx context.Context, m hot.Move) {
 	in.logger.Info("hot-device isolation", "device", m.Device, "hot", m.Hot, "rate", m.Rate, "partition", target)
 }
 
-// TopDevices returns the n busiest devices as of the last evaluation.
-func (in *Ingest) TopDevices(n int) []hot.DeviceRate {
-	if in.hot == nil {
-		return nil
-	}
-	in.hotMu.Lock()
-	defer in.hotMu.Unlock()
-	return in.hot.Top(n)
-}
-
 // Sources returns a copy of the per-source counters.
 func (in *Ingest) Sources() map[string][3]uint64 {
 	in.srcMu.Lock()

@@ -41,6 +41,8 @@ type Node struct {
 	serial []*serial.Port
 	mqtt   []*mqtt.Bridge
 
+	metrics *nodeMetrics
+
 	httpSrv *http.Server
 	httpLn  net.Listener
 
@@ -66,6 +68,10 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		return nil, err
 	}
 	n := &Node{cfg: cfg, id: id, version: version, logger: logger, log: l, started: time.Now()}
+	if n.metrics, err = newNodeMetrics(cfg, logger); err != nil {
+		l.Close()
+		return nil, err
+	}
 	for _, pr := range l.Report().Partitions {
 		if pr.Repaired() {
 			logger.Warn("log repaired at start", "partition", pr.Partition, "torn_bytes", pr.TornBytes, "bad_tail_records", pr.BadTail)

@@ -1,17 +1,18 @@
 package gateway
 
 import (
-	"sort"
 	"time"
 
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
+	"edgeq/gateway/metrics"
 )
 
 // Status is the JSON of GET /v1/status; `edgeq status` prints it for people.
 type Status struct {
 	Node          string            `json:"node"`
 	Version       string            `json:"version"`
+	Time          time.Time         `json:"time"` // when the snapshot was taken (rates: deltas over this clock)
 	UptimeSeconds int64             `json:"uptime_seconds"`
 	Ready         bool              `json:"ready"`
 	DataDir       string            `json:"data_dir"`
@@ -27,6 +28,9 @@ type Status struct {
 	Tail          TailStatus        `json:"live_tail"`
 	Serial        []serial.Status   `json:"serial,omitempty"`
 	MQTT          []mqtt.Status     `json:"mqtt,omitempty"`
+	// Device is the gateway's health (CPU, load, temperatures, memory, the
+	// data directory's disk, this process).
+	Device metrics.DeviceHealth `json:"device"`
 }
 
 // LogStatus summarizes the log.
@@ -51,6 +55,8 @@ type PartitionStatus struct {
 	Fsyncs    uint64 `json:"fsyncs"`
 	Corrupt   uint64 `json:"corrupt_skipped"`
 	Dropped   uint64 `json:"retention_dropped"`
+	// FsyncP99ms is the 99th percentile fsync time (a bucket bound).
+	FsyncP99ms float64 `json:"fsync_p99_ms"`
 }
 
 // GroupStatus is one queue group.
@@ -114,22 +120,32 @@ type TailStatus struct {
 	Dropped     uint64 `json:"dropped"`
 }
 
-// Status builds the status document.
+// Status builds the status document from one snapshot, the same one
+// /metrics renders: the two never disagree about a moment.
 func (n *Node) Status() Status {
-	ls := n.log.Stats()
+	snap := n.snapshot(statusTopDevices, true)
+	st := statusOf(&snap)
+	st.DataDir, st.NATS, st.HTTP, st.Durability = n.cfg.DataDir, n.NATSAddr(), n.HTTPAddr(), string(n.cfg.WAL.Durability)
+	return st
+}
+
+// statusOf turns a snapshot into the status document (without the node's
+// addresses and settings).
+func statusOf(s *metrics.Snapshot) Status {
+	ls := s.Log
 	st := Status{
-		Node: n.id, Version: n.version, UptimeSeconds: since(n.started), Ready: n.ready.Load(),
-		DataDir: n.cfg.DataDir, NATS: n.NATSAddr(), HTTP: n.HTTPAddr(), Durability: string(n.cfg.WAL.Durability),
+		Node: s.Node, Version: s.Version, Time: s.Time, UptimeSeconds: int64(s.Time.Sub(s.StartTime).Seconds()), Ready: s.Ready,
 		Log: LogStatus{Bytes: ls.Bytes, MaxBytes: ls.MaxBytes, Full: ls.Full, Devices: ls.Devices,
 			MaxDevices: ls.MaxDevices, Rejected: ls.Rejected},
 		Sources: map[string]Source{},
+		Device:  metrics.Health(s.Device),
 	}
 	for _, p := range ls.Partitions {
 		st.Partitions = append(st.Partitions, PartitionStatus{Partition: p.Partition, Hot: p.Hot, First: p.First,
 			Last: p.Last, Durable: p.Durable, Bytes: p.Bytes, Appends: p.Appends, Fsyncs: p.Fsyncs,
-			Corrupt: p.Corrupt, Dropped: p.Dropped})
+			Corrupt: p.Corrupt, Dropped: p.Dropped, FsyncP99ms: ms(p.FsyncLatency.Quantile(0.99))})
 	}
-	for _, g := range n.queues.Stats() {
+	for _, g := range s.Groups {
 		gs := GroupStatus{Filter: g.Key.Filter, Queue: g.Key.Queue, Declared: g.Declared,
 			Members: g.Core.Members, InFlight: g.Core.InFlight, Pending: g.Core.Pending,
 			Delivered: g.Core.Delivered, Acked: g.Core.Acked, Naks: g.Core.Naks,
@@ -137,9 +153,7 @@ func (n *Node) Status() Status {
 			LatencyP50ms: ms(g.Latency.Quantile(0.5)), LatencyP99ms: ms(g.Latency.Quantile(0.99)),
 			PartitionLag: map[int]uint64{}, WindowSpan: map[int]int{}}
 		for _, p := range g.Core.Partitions {
-			durable := n.log.Durable(p.Partition)
-			if durable > p.Committed {
-				lag := durable - p.Committed
+			if lag := s.PartitionLag(p.Partition, p.Committed); lag > 0 {
 				gs.Lag += lag
 				gs.PartitionLag[p.Partition] = lag
 			}
@@ -150,31 +164,19 @@ func (n *Node) Status() Status {
 		}
 		st.Groups = append(st.Groups, gs)
 	}
-	for _, d := range n.ingest.TopDevices(10) {
+	for _, d := range s.TopDevices {
 		st.HotDevices = append(st.HotDevices, DeviceStatus{Device: d.Device, Rate: d.Rate, Hot: d.Hot})
 	}
-	srcs := n.ingest.Sources()
-	names := make([]string, 0, len(srcs))
-	for name := range srcs {
-		names = append(names, name)
+	for _, c := range s.Sources {
+		st.Sources[c.Name] = Source{Msgs: c.Msgs, Bytes: c.Bytes, Errors: c.Errors}
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		c := srcs[name]
-		st.Sources[name] = Source{Msgs: c[0], Bytes: c[1], Errors: c[2]}
-	}
-	cs := n.nats.Counters()
-	st.Connections = ConnStatus{Current: cs.Connections.Load(), Total: cs.TotalConnections.Load(),
-		AuthFailures: cs.AuthFailures.Load(), SlowConsumers: cs.SlowConsumers.Load(),
-		WriteTimeouts: cs.WriteTimeouts.Load(), Stale: cs.StaleConnections.Load(), ProtocolErrs: cs.ProtocolErrors.Load()}
-	for _, p := range n.serial {
-		st.Serial = append(st.Serial, p.Status())
-	}
-	for _, b := range n.mqtt {
-		st.MQTT = append(st.MQTT, b.Status())
-	}
-	ts := n.tail.Stats()
-	st.Tail = TailStatus{Subscribers: ts.Subscribers, Delivered: ts.Delivered, Dropped: ts.Dropped}
+	cs := s.NATS
+	st.Connections = ConnStatus{Current: cs.Connections, Total: cs.TotalConnections,
+		AuthFailures: cs.AuthFailures, SlowConsumers: cs.SlowConsumers,
+		WriteTimeouts: cs.WriteTimeouts, Stale: cs.Stale, ProtocolErrs: cs.ProtocolErrors}
+	st.Serial = s.Serial
+	st.MQTT = s.MQTT
+	st.Tail = TailStatus{Subscribers: s.Tail.Subscribers, Delivered: s.Tail.Delivered, Dropped: s.Tail.Dropped}
 	return st
 }
 

@@ -1,17 +1,29 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"edgeq/gateway"
+	"edgeq/gateway/metrics"
 )
+
+// ANSI: cursor home, clear the screen. Written before each refresh of
+// --watch on a terminal only.
+const clearHome = "\x1b[H\x1b[2J"
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
@@ -19,73 +31,193 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	url := fs.String("http", envOr("EDGEQ_HTTP", "http://127.0.0.1:8222"), "HTTP address of the node (also $EDGEQ_HTTP)")
 	token := fs.String("token", os.Getenv("EDGEQ_HTTP_TOKEN"), "bearer token (also $EDGEQ_HTTP_TOKEN)")
 	raw := fs.Bool("json", false, "print the raw JSON")
+	watch := fs.Bool("watch", false, "refresh in place until interrupted; rates (msgs/s, CPU) need two refreshes")
+	interval := fs.Duration("interval", 2*time.Second, "time between refreshes with --watch")
+	count := fs.Int("count", 0, "with --watch: stop after this many refreshes (0: until interrupted)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	req, err := http.NewRequest("GET", *url+"/v1/status", nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "edgeq status: %v\n", err)
+	if *interval < 100*time.Millisecond || *count < 0 {
+		fmt.Fprintln(stderr, "edgeq status: --interval must be at least 100ms and --count not negative")
 		return 2
 	}
-	if *token != "" {
-		req.Header.Set("Authorization", "Bearer "+*token)
-	}
-	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		fmt.Fprintf(stderr, "edgeq status: %v (is the node running? see --http)\n", err)
-		return 1
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "edgeq status: %s: %s\n", resp.Status, body)
-		return 1
-	}
-	if *raw {
-		stdout.Write(body)
+	c := statusClient{url: *url, token: *token, client: &http.Client{Timeout: 5 * time.Second}}
+	if !*watch {
+		st, body, err := c.fetch()
+		if err != nil {
+			fmt.Fprintf(stderr, "edgeq status: %v\n", err)
+			return 1
+		}
+		if *raw {
+			stdout.Write(body)
+			return 0
+		}
+		printStatus(stdout, st, nil)
 		return 0
 	}
-	var st gateway.Status
-	if err := json.Unmarshal(body, &st); err != nil {
-		fmt.Fprintf(stderr, "edgeq status: %v\n", err)
-		return 1
-	}
-	printStatus(stdout, &st)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	watchStatus(ctx, c, stdout, isTerminal(stdout), *raw, *interval, *count)
 	return 0
 }
 
-func printStatus(w io.Writer, st *gateway.Status) {
+// watchStatus refreshes every interval until ctx ends or count refreshes
+// are done (0: no limit). On a terminal each refresh replaces the last
+// (cursor home, clear); otherwise refreshes follow each other, separated by
+// a blank line, with no escape codes. A node that does not answer is shown
+// as an error line, and the next refresh tries again.
+func watchStatus(ctx context.Context, c statusClient, w io.Writer, tty, raw bool, interval time.Duration, count int) {
+	var prev *gateway.Status
+	for i := 0; count == 0 || i < count; i++ {
+		var frame bytes.Buffer
+		st, body, err := c.fetch()
+		switch {
+		case err != nil:
+			fmt.Fprintf(&frame, "%s  edgeq status: %v (trying again every %s)\n", time.Now().Format(time.TimeOnly), err, interval)
+		case raw:
+			frame.Write(bytes.TrimSpace(body))
+			frame.WriteByte('\n')
+		default:
+			printStatus(&frame, st, prev)
+			prev = st
+		}
+		switch {
+		case tty:
+			io.WriteString(w, clearHome)
+		case i > 0 && !raw:
+			io.WriteString(w, "\n")
+		}
+		w.Write(frame.Bytes())
+		if count > 0 && i == count-1 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+// isTerminal reports whether w is a character device (a terminal), where
+// --watch may move the cursor.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+type statusClient struct {
+	url, token string
+	client     *http.Client
+}
+
+// fetch gets /v1/status: the decoded document and the body as sent.
+func (c statusClient) fetch() (*gateway.Status, []byte, error) {
+	req, err := http.NewRequest("GET", c.url+"/v1/status", nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%v (is the node running? see --http)", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+	var st gateway.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, nil, err
+	}
+	return &st, body, nil
+}
+
+// rater turns two counter readings into a per-second rate over the node's
+// clock (Status.Time). It has no rate for a first reading, a counter that
+// went backwards (the node restarted) or no time between readings.
+type rater struct{ dt float64 }
+
+func newRater(prev, cur *gateway.Status) rater {
+	if prev == nil || prev.Node != cur.Node {
+		return rater{}
+	}
+	return rater{dt: cur.Time.Sub(prev.Time).Seconds()}
+}
+
+func (r rater) rate(prev, cur uint64, ok bool) string {
+	if !ok || r.dt <= 0 || cur < prev {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(cur-prev)/r.dt)
+}
+
+// printStatus writes the status for people; prev (nil at first) gives the
+// rates.
+func printStatus(w io.Writer, st, prev *gateway.Status) {
+	r := newRater(prev, st)
 	ready := "ready"
 	if !st.Ready {
 		ready = "NOT READY"
 	}
-	fmt.Fprintf(w, "node %s  %s  up %s  version %s\n", st.Node, ready, time.Duration(st.UptimeSeconds)*time.Second, st.Version)
+	fmt.Fprintf(w, "node %s  %s  up %s  version %s  at %s\n", st.Node, ready, time.Duration(st.UptimeSeconds)*time.Second, st.Version, st.Time.Local().Format(time.TimeOnly))
 	fmt.Fprintf(w, "nats %s  http %s  data %s  durability %s\n", st.NATS, st.HTTP, st.DataDir, st.Durability)
 	full := ""
 	if st.Log.Full {
 		full = "  FULL (rejecting)"
 	}
-	fmt.Fprintf(w, "log %s of %s, %d devices%s\n\n", human(st.Log.Bytes), human(st.Log.MaxBytes), st.Log.Devices, full)
+	fmt.Fprintf(w, "log %s of %s, %d devices%s\n", human(st.Log.Bytes), human(st.Log.MaxBytes), st.Log.Devices, full)
+	var prevDev *metrics.DeviceHealth
+	if prev != nil && r.dt > 0 {
+		prevDev = &prev.Device
+	}
+	printDevice(w, st.Device, prevDev)
+	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tFIRST\tLAST\tDURABLE\tSIZE\tAPPENDS\tFSYNCS")
+	prevParts := map[int]gateway.PartitionStatus{}
+	if prev != nil {
+		for _, p := range prev.Partitions {
+			prevParts[p.Partition] = p
+		}
+	}
+	fmt.Fprintln(tw, "PARTITION\tFIRST\tLAST\tDURABLE\tSIZE\tAPPENDS\tAPPENDS/S\tFSYNCS\tFSYNC P99")
 	for _, p := range st.Partitions {
 		name := fmt.Sprint(p.Partition)
 		if p.Hot {
 			name += " (hot)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\n", name, p.First, p.Last, p.Durable, human(p.Bytes), p.Appends, p.Fsyncs)
+		pp, ok := prevParts[p.Partition]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%s\n", name, p.First, p.Last, p.Durable, human(p.Bytes), p.Appends,
+			r.rate(pp.Appends, p.Appends, ok), p.Fsyncs, millis(p.FsyncP99ms))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	if len(st.Groups) == 0 {
 		fmt.Fprintln(w, "no queue groups")
 	} else {
-		fmt.Fprintln(tw, "GROUP\tQUEUE\tMEMBERS\tIN FLIGHT\tLAG\tDELIVERED\tACKED\tREDELIVERED\tDEAD\tP50\tP99")
+		prevGroups := map[[2]string]gateway.GroupStatus{}
+		if prev != nil {
+			for _, g := range prev.Groups {
+				prevGroups[[2]string{g.Filter, g.Queue}] = g
+			}
+		}
+		fmt.Fprintln(tw, "GROUP\tQUEUE\tMEMBERS\tIN FLIGHT\tPENDING\tLAG\tDELIVERED/S\tACKED/S\tDELIVERED\tACKED\tREDELIVERED\tDEAD\tP50\tP99")
 		for _, g := range st.Groups {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0fms\t%.0fms\n", g.Filter, g.Queue, g.Members, g.InFlight,
-				g.Lag, g.Delivered, g.Acked, g.Redeliveries, g.DeadLetters, g.LatencyP50ms, g.LatencyP99ms)
+			pg, ok := prevGroups[[2]string{g.Filter, g.Queue}]
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", g.Filter, g.Queue, g.Members, g.InFlight, g.Pending,
+				g.Lag, r.rate(pg.Delivered, g.Delivered, ok), r.rate(pg.Acked, g.Acked, ok), g.Delivered, g.Acked,
+				g.Redeliveries, g.DeadLetters, millis(g.LatencyP50ms), millis(g.LatencyP99ms))
 		}
 		tw.Flush()
 	}
@@ -97,11 +229,140 @@ func printStatus(w io.Writer, st *gateway.Status) {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(w, "\nconnections %d (total %d, auth failures %d, slow-consumer closes %d)\n",
-		st.Connections.Current, st.Connections.Total, st.Connections.AuthFailures, st.Connections.SlowConsumers+st.Connections.WriteTimeouts)
-	for name, s := range st.Sources {
-		fmt.Fprintf(w, "source %-20s %d msgs, %s, %d errors\n", name, s.Msgs, human(int64(s.Bytes)), s.Errors)
+	printBridges(w, st, prev, r)
+	fmt.Fprintf(w, "\nconnections %d (total %d, auth failures %d, slow-consumer closes %d, stale %d)\n",
+		st.Connections.Current, st.Connections.Total, st.Connections.AuthFailures, st.Connections.SlowConsumers+st.Connections.WriteTimeouts, st.Connections.Stale)
+	names := make([]string, 0, len(st.Sources))
+	for name := range st.Sources {
+		names = append(names, name)
 	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := st.Sources[name]
+		var ps gateway.Source
+		ok := false
+		if prev != nil {
+			ps, ok = prev.Sources[name]
+		}
+		fmt.Fprintf(w, "source %-20s %d msgs (%s/s), %s, %d errors\n", name, s.Msgs, r.rate(ps.Msgs, s.Msgs, ok), human(int64(s.Bytes)), s.Errors)
+	}
+	var rejected []string
+	for _, reason := range slices.Sorted(maps.Keys(st.Log.Rejected)) {
+		if n := st.Log.Rejected[reason]; n > 0 {
+			rejected = append(rejected, fmt.Sprintf("%s %d", reason, n))
+		}
+	}
+	if len(rejected) > 0 {
+		fmt.Fprintf(w, "rejected by the log: %s\n", strings.Join(rejected, ", "))
+	}
+}
+
+// printDevice writes the device-health line: CPU use needs the previous
+// refresh (prev), the rest is read as is. A value whose collector failed is
+// shown as "?".
+func printDevice(w io.Writer, d metrics.DeviceHealth, prev *metrics.DeviceHealth) {
+	var parts []string
+	cpu := "cpu -"
+	if prev != nil {
+		if p, ok := metrics.CPUPercent(*prev, d); ok {
+			cpu = fmt.Sprintf("cpu %.0f%%", p)
+		}
+	}
+	if d.CPUs != nil {
+		cpu += fmt.Sprintf(" of %d", *d.CPUs)
+	}
+	parts = append(parts, cpu)
+	if d.Load1 != nil && d.Load5 != nil && d.Load15 != nil {
+		parts = append(parts, fmt.Sprintf("load %.2f %.2f %.2f", *d.Load1, *d.Load5, *d.Load15))
+	} else {
+		parts = append(parts, "load ?")
+	}
+	if t, ok := d.CPUTemperature(); ok {
+		parts = append(parts, fmt.Sprintf("temp %.1f°C (%s)", t.Celsius, t.Type))
+	}
+	parts = append(parts, "mem "+freeOf(d.MemoryAvailableBytes, d.MemoryTotalBytes))
+	parts = append(parts, "disk "+freeOf(d.DiskAvailBytes, d.DiskSizeBytes))
+	if d.ProcessRSSBytes != nil {
+		parts = append(parts, "rss "+human(int64(*d.ProcessRSSBytes)))
+	}
+	if d.OpenFDs != nil && d.MaxFDs != nil {
+		parts = append(parts, fmt.Sprintf("fds %d/%d", *d.OpenFDs, *d.MaxFDs))
+	}
+	fmt.Fprintf(w, "device %s\n", strings.Join(parts, "  "))
+	if len(d.Failed) > 0 {
+		fmt.Fprintf(w, "device metrics failing: %s (see the node's log)\n", strings.Join(d.Failed, ", "))
+	}
+}
+
+func freeOf(free, total *uint64) string {
+	if free == nil || total == nil {
+		return "?"
+	}
+	return fmt.Sprintf("%s free of %s", human(int64(*free)), human(int64(*total)))
+}
+
+// printBridges writes a table per bridge kind with what each stored, its
+// rate and its last error.
+func printBridges(w io.Writer, st, prev *gateway.Status, r rater) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(st.MQTT) > 0 {
+		prevStored := map[string]uint64{}
+		if prev != nil {
+			for _, b := range prev.MQTT {
+				prevStored[b.Name] = b.Counters.Stored
+			}
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(tw, "MQTT\tBROKER\tCONNECTED\tRECEIVED\tSTORED\tSTORED/S\tDROPPED\tUNMAPPABLE\tERRORS\tLAST ERROR")
+		for _, b := range st.MQTT {
+			c := b.Counters
+			ps, ok := prevStored[b.Name]
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%s\t%d\t%d\t%d\t%s\n", b.Name, b.Broker, b.Connected, c.Received, c.Stored,
+				r.rate(ps, c.Stored, ok), sum(c.Dropped), sum(c.Unmappable), c.StorageErrors, lastError(b.LastError, b.LastErrorTime))
+		}
+		tw.Flush()
+	}
+	if len(st.Serial) > 0 {
+		prevStored := map[string]uint64{}
+		if prev != nil {
+			for _, p := range prev.Serial {
+				prevStored[p.Name] = p.Stored
+			}
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(tw, "SERIAL\tPATH\tOPEN\tFRAMES\tSTORED\tSTORED/S\tDROPPED\tERRORS\tLAST ERROR")
+		for _, p := range st.Serial {
+			ps, ok := prevStored[p.Name]
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%s\t%d\t%d\t%s\n", p.Name, p.Path, p.Open, p.FramesIn, p.Stored,
+				r.rate(ps, p.Stored, ok), sum(p.Dropped), p.StorageErrors, lastError(p.LastError, p.LastErrorTime))
+		}
+		tw.Flush()
+	}
+}
+
+func lastError(msg string, when time.Time) string {
+	if msg == "" {
+		return "-"
+	}
+	if len(msg) > 60 {
+		msg = msg[:57] + "..."
+	}
+	return when.Local().Format(time.TimeOnly) + " " + msg
+}
+
+func sum[K comparable](m map[K]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func millis(ms float64) string {
+	if ms == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0fms", ms)
 }
 
 func human(n int64) string {

@@ -227,24 +227,6 @@ type DeviceRate struct {
 	Hot    bool
 }
 
-// Top returns up to n devices with the highest rates as of the last Evaluate.
-func (d *Detector) Top(n int) []DeviceRate {
-	out := make([]DeviceRate, 0, len(d.devices))
-	for id, dv := range d.devices {
-		out = append(out, DeviceRate{Device: id, Rate: dv.rate, Hot: dv.hot})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Rate != out[j].Rate {
-			return out[i].Rate > out[j].Rate
-		}
-		return out[i].Device < out[j].Device
-	})
-	if len(out) > n {
-		out = out[:n]
-	}
-	return out
-}
-
 // Stats are the detector's counters.
 type Stats struct {
 	Tracked, Hot int

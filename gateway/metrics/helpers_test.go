@@ -1,0 +1,159 @@
+package metrics
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"edgeq/bridge/mqtt"
+	"edgeq/bridge/serial"
+	"edgeq/gateway/devicemetrics"
+	"edgeq/gateway/dispatch"
+	"edgeq/gateway/hot"
+	"edgeq/gateway/metrics/lint"
+	"edgeq/gateway/queue"
+	"edgeq/internal/hist"
+	"edgeq/wal"
+)
+
+// The fake Raspberry Pi 4 of the devicemetrics tests: its procfs and sysfs
+// fixtures, its process, and a data dir on /dev/mmcblk0p2 of a 32 GB card.
+const (
+	fixtureProc = "../devicemetrics/testdata/proc"
+	fixtureSys  = "../devicemetrics/testdata/sys"
+)
+
+func fixtureCollectors(t testing.TB) []devicemetrics.Collector {
+	t.Helper()
+	cs, err := devicemetrics.NewCollectorsOn(
+		devicemetrics.Config{ProcRoot: fixtureProc, SysRoot: fixtureSys, DataDir: "/var/lib/edgeq", PID: 4242},
+		devicemetrics.FakeSystem{
+			Statfs: func(_ string, st *unix.Statfs_t) error {
+				*st = unix.Statfs_t{Bsize: 4096, Frsize: 4096, Blocks: 7_500_000, Bfree: 5_000_000, Bavail: 4_600_000}
+				return nil
+			},
+			DeviceOf: func(string) (uint32, uint32, error) { return 179, 2, nil },
+			PageSize: 4096,
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func fixtureSamples(t testing.TB) []devicemetrics.Sample {
+	t.Helper()
+	var failed []string
+	s := devicemetrics.CollectAllWithErrors(fixtureCollectors(t), nil, func(c string, err error) {
+		failed = append(failed, c+": "+err.Error())
+	})
+	if len(failed) > 0 {
+		t.Fatalf("collectors failed on the fixtures: %v", failed)
+	}
+	return s
+}
+
+// missingRootSamples are what a node configured with proc/sys roots that do
+// not exist collects: every collector fails.
+func missingRootSamples(t testing.TB) []devicemetrics.Sample {
+	t.Helper()
+	missing := filepath.Join(t.TempDir(), "missing")
+	cs, err := devicemetrics.NewCollectors(devicemetrics.Config{ProcRoot: missing, SysRoot: missing, DataDir: missing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return devicemetrics.CollectAll(cs, nil)
+}
+
+// latencySnapshot is a hist.Snapshot with the dispatch bounds and counts
+// in every bucket.
+func latencySnapshot(scale uint64) hist.Snapshot {
+	s := hist.Snapshot{Bounds: dispatch.LatencyBounds, Counts: make([]uint64, len(dispatch.LatencyBounds)+1)}
+	for i := range s.Counts {
+		s.Counts[i] = scale * uint64(i%4)
+		s.Sum += time.Duration(s.Counts[i]) * time.Millisecond
+	}
+	return s
+}
+
+// richSnapshot has every part filled: partitions (the last two hot), groups
+// with per-partition windows, top devices, bridges with reasons, and the
+// fixture device samples.
+func richSnapshot(t testing.TB, partitions, groups int) *Snapshot {
+	t.Helper()
+	s := &Snapshot{
+		Node: "gw-1", Version: "v1.2.3", Ready: true,
+		StartTime: time.Unix(1_700_000_000, 0), Time: time.Unix(1_700_003_600, 0),
+		Log: wal.Stats{Devices: 10_000, MaxDevices: 100_000, Bytes: 123_456_789, MaxBytes: 1 << 30,
+			Rejected: map[string]uint64{"bad_device_id": 3, "too_large": 1, "too_many_devices": 0, "full": 7, "closed": 0}},
+		Sources:  []Source{{"http", 10, 1000, 1}, {"mqtt:plant", 500, 40_000, 0}, {"nats", 90_000, 9_000_000, 2}},
+		Hot:      HotStats{Enabled: true, Tracked: 10_000, Isolated: 1, Moves: 3, MoveErrors: 1},
+		Dispatch: dispatch.Counters{RefusedDeliveries: 1, BadAcks: 2, StaleAcks: 3},
+		Tail:     dispatch.TailStats{Subscribers: 2, Delivered: 40, Dropped: 4},
+		NATS: NATSStats{Connections: 12, TotalConnections: 40, Refused: 1, AuthFailures: 2, ProtocolErrors: 3,
+			InMsgs: 90_100, InBytes: 9_001_000, OutMsgs: 180_000, OutBytes: 20_000_000,
+			IngestErrors: 9, BadDevice: 5, BadAcks: 2, SlowConsumers: 1, WriteTimeouts: 2, Stale: 3},
+		Device: fixtureSamples(t),
+	}
+	for p := range partitions {
+		s.Log.Partitions = append(s.Log.Partitions, wal.PartitionStats{
+			Partition: p, Hot: p >= partitions-2, First: 1, Last: uint64(1000 * (p + 1)), Durable: uint64(1000*(p+1) - 5),
+			Bytes: int64(100_000 * (p + 1)), Appends: uint64(1000 * (p + 1)), AppendBytes: uint64(90_000 * (p + 1)),
+			Batches: 400, Fsyncs: 300, Corrupt: uint64(p % 2), Dropped: 10, DroppedBytes: 1000,
+			FsyncLatency: hist.Snapshot{Bounds: []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond},
+				Counts: []uint64{200, 90, 9, 1}, Sum: 900 * time.Millisecond},
+		})
+	}
+	for g := range groups {
+		gs := dispatch.GroupStats{
+			Key:      dispatch.GroupKey{Filter: "telemetry.>", Queue: fmt.Sprintf("workers-%02d", g)},
+			Declared: g%2 == 0,
+			Core: queue.Stats{Members: 3, ActiveMembers: 2, InFlight: 7, Pending: 20, ActiveDevices: 9,
+				Fetched: 5000, Delivered: 4800, Redeliveries: 12, Acked: 4700, Naks: 4, Terms: 1, Timeouts: 6, DeadLetters: 2},
+			Latency: latencySnapshot(uint64(g + 1)),
+		}
+		for p := range partitions {
+			committed := uint64(1000*(p+1) - 50)
+			gs.Core.Partitions = append(gs.Core.Partitions, queue.PartitionStats{Partition: p, Committed: committed, Next: committed + 31, Span: 30})
+		}
+		s.Groups = append(s.Groups, gs)
+	}
+	for i := range 10 {
+		s.TopDevices = append(s.TopDevices, hot.DeviceRate{Device: fmt.Sprintf("sensor-%d", i), Rate: float64(100 - i), Hot: i == 0})
+	}
+	s.Serial = []serial.Status{{Name: "rs485", Path: "/dev/ttyUSB0", Open: true, BytesIn: 5000, FramesIn: 100, Stored: 95,
+		Dropped: map[string]uint64{"malformed": 3, "oversize": 2}, Pending: 0, Opens: 2, Reopens: 1}}
+	s.MQTT = []mqtt.Status{{Name: "plant", Broker: "tcp://broker:1883", Connected: true, Subscribed: true,
+		Counters: mqtt.Counters{Received: 510, Stored: 500, Acked: 500, Connects: 1,
+			Unmappable: map[mqtt.Reason]uint64{mqtt.ReasonNoMatch: 4, mqtt.ReasonBadJSON: 6},
+			Dropped:    map[mqtt.Reason]uint64{mqtt.ReasonQueueFull: 1}}}}
+	return s
+}
+
+func render(s *Snapshot) []byte {
+	var b bytes.Buffer
+	Render(&b, s)
+	return b.Bytes()
+}
+
+func mustLint(t testing.TB, text []byte) lint.Report {
+	t.Helper()
+	r := lint.Check(text, lint.Policy{Prefix: "edgeq_"})
+	if err := r.Err(); err != nil {
+		t.Fatalf("%v\n--- exposition ---\n%s", err, text)
+	}
+	return r
+}
+
+func mustValues(t testing.TB, text []byte) map[string]float64 {
+	t.Helper()
+	v, err := lint.Values(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

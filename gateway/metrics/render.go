@@ -1,0 +1,396 @@
+package metrics
+
+import (
+	"io"
+	"slices"
+	"strconv"
+
+	vm "github.com/VictoriaMetrics/metrics"
+
+	"edgeq/bridge/mqtt"
+	"edgeq/bridge/serial"
+	"edgeq/gateway/devicemetrics"
+	"edgeq/gateway/dispatch"
+	"edgeq/wal"
+)
+
+// mqttView is one bridge's counters with its connection state.
+type mqttView struct {
+	mqtt.Counters
+	connected, subscribed bool
+}
+
+// sortedKeys returns a map's keys in order, for a stable series order.
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Render writes the snapshot in the Prometheus text format: node, ingest,
+// log, queue groups, live tail, NATS, bridges, device metrics. Families
+// appear once each, with HELP and TYPE; the order is fixed, and so is the
+// series order within a family (partitions by number, groups by key, the
+// rest as the snapshot lists them), so two renders of one snapshot are
+// byte-identical.
+//
+// It turns on the library's metadata (vm.ExposeMetadata(true), process-wide:
+// edgeq wants HELP and TYPE everywhere) and writes many small pieces: give
+// it a buffer, not a network connection.
+func Render(w io.Writer, s *Snapshot) {
+	vm.ExposeMetadata(true)
+	e := &enc{w: w, line: make([]byte, 0, 256)}
+	renderNode(e, s)
+	renderIngest(e, s)
+	renderLog(e, s)
+	renderGroups(e, s)
+	renderNATS(e, s)
+	renderBridges(e, s)
+	RenderDevice(w, s.Device)
+}
+
+func renderNode(e *enc, s *Snapshot) {
+	e.family("edgeq_node_info", gauge)
+	e.u("edgeq_node_info", 1, "node", s.Node, "version", s.Version)
+	e.gauge1("edgeq_node_ready", boolValue(s.Ready))
+	e.gaugeF1("edgeq_node_start_time_seconds", float64(s.StartTime.UnixNano())/1e9)
+}
+
+// rejectedReasons are the log's refusal reasons (wal.Stats.Rejected), in a
+// fixed order so that the series do not move between scrapes.
+var rejectedReasons = []string{"bad_device_id", "too_large", "too_many_devices", "full", "closed"}
+
+func renderIngest(e *enc, s *Snapshot) {
+	srcs := []struct {
+		name string
+		v    func(Source) uint64
+	}{
+		{"edgeq_ingest_messages_total", func(c Source) uint64 { return c.Msgs }},
+		{"edgeq_ingest_bytes_total", func(c Source) uint64 { return c.Bytes }},
+		{"edgeq_ingest_errors_total", func(c Source) uint64 { return c.Errors }},
+	}
+	for _, f := range srcs {
+		if len(s.Sources) == 0 {
+			break
+		}
+		e.family(f.name, counter)
+		for _, c := range s.Sources {
+			e.u(f.name, f.v(c), "source", c.Name)
+		}
+	}
+	// Refusals before a record is stored. A publish refused by the NATS
+	// server (bad device ID in the subject) never reaches the log, so the
+	// family sums to every refusal without counting one twice.
+	e.family("edgeq_ingest_rejected_total", counter)
+	for _, r := range rejectedReasons {
+		e.u("edgeq_ingest_rejected_total", s.Log.Rejected[r], "stage", "log", "reason", r)
+	}
+	for _, r := range sortedKeys(s.Log.Rejected) {
+		if !slices.Contains(rejectedReasons, r) {
+			e.u("edgeq_ingest_rejected_total", s.Log.Rejected[r], "stage", "log", "reason", r)
+		}
+	}
+	e.u("edgeq_ingest_rejected_total", s.NATS.BadDevice, "stage", "nats", "reason", "bad_device_id")
+
+	if s.Hot.Enabled {
+		e.gauge1("edgeq_hot_devices_tracked", uint64(s.Hot.Tracked))
+		e.gauge1("edgeq_hot_devices_isolated", uint64(s.Hot.Isolated))
+		e.counter1("edgeq_hot_devices_untracked_total", s.Hot.Untracked)
+		e.counter1("edgeq_hot_moves_total", s.Hot.Moves)
+		e.counter1("edgeq_hot_move_errors_total", s.Hot.MoveErrors)
+	}
+	if len(s.TopDevices) > 0 {
+		const name = "edgeq_top_device_messages_per_second"
+		e.family(name, gauge)
+		for _, d := range s.TopDevices {
+			e.f(name, d.Rate, "device", d.Device, "isolated", boolLabel(d.Hot))
+		}
+	}
+}
+
+func renderLog(e *enc, s *Snapshot) {
+	l := &s.Log
+	e.gauge1("edgeq_log_bytes", uint64(max(l.Bytes, 0)))
+	e.gauge1("edgeq_log_max_bytes", uint64(max(l.MaxBytes, 0)))
+	e.gauge1("edgeq_log_full", boolValue(l.Full))
+	e.gauge1("edgeq_log_devices", uint64(max(l.Devices, 0)))
+	e.gauge1("edgeq_log_max_devices", uint64(max(l.MaxDevices, 0)))
+	if len(l.Partitions) == 0 {
+		return
+	}
+	parts := make([]string, len(l.Partitions))
+	for i, p := range l.Partitions {
+		parts[i] = strconv.Itoa(p.Partition)
+	}
+	per := []struct {
+		name, typ string
+		v         func(*wal.PartitionStats) uint64
+	}{
+		{"edgeq_log_partition_hot", gauge, func(p *wal.PartitionStats) uint64 { return boolValue(p.Hot) }},
+		{"edgeq_log_partition_bytes", gauge, func(p *wal.PartitionStats) uint64 { return uint64(max(p.Bytes, 0)) }},
+		{"edgeq_log_partition_first_offset", gauge, func(p *wal.PartitionStats) uint64 { return p.First }},
+		{"edgeq_log_partition_last_offset", gauge, func(p *wal.PartitionStats) uint64 { return p.Last }},
+		{"edgeq_log_partition_durable_offset", gauge, func(p *wal.PartitionStats) uint64 { return p.Durable }},
+		{"edgeq_log_partition_queued_appends", gauge, func(p *wal.PartitionStats) uint64 { return uint64(max(p.QueuedAppends, 0)) }},
+		{"edgeq_log_appends_total", counter, func(p *wal.PartitionStats) uint64 { return p.Appends }},
+		{"edgeq_log_append_bytes_total", counter, func(p *wal.PartitionStats) uint64 { return p.AppendBytes }},
+		{"edgeq_log_batches_total", counter, func(p *wal.PartitionStats) uint64 { return p.Batches }},
+		{"edgeq_log_fsyncs_total", counter, func(p *wal.PartitionStats) uint64 { return p.Fsyncs }},
+		{"edgeq_log_write_errors_total", counter, func(p *wal.PartitionStats) uint64 { return p.WriteErrors }},
+		{"edgeq_log_repairs_total", counter, func(p *wal.PartitionStats) uint64 { return p.Repairs }},
+		{"edgeq_log_corrupt_records_total", counter, func(p *wal.PartitionStats) uint64 { return p.Corrupt }},
+		{"edgeq_log_retention_dropped_records_total", counter, func(p *wal.PartitionStats) uint64 { return p.Dropped }},
+		{"edgeq_log_retention_dropped_bytes_total", counter, func(p *wal.PartitionStats) uint64 { return p.DroppedBytes }},
+	}
+	for _, f := range per {
+		e.family(f.name, f.typ)
+		for i := range l.Partitions {
+			e.u(f.name, f.v(&l.Partitions[i]), "partition", parts[i])
+		}
+	}
+	e.family("edgeq_log_fsync_duration_seconds", histogram)
+	for i := range l.Partitions {
+		e.hist("edgeq_log_fsync_duration_seconds", l.Partitions[i].FsyncLatency, "partition", parts[i])
+	}
+}
+
+func renderGroups(e *enc, s *Snapshot) {
+	d := s.Dispatch
+	e.counter1("edgeq_dispatch_refused_deliveries_total", d.RefusedDeliveries)
+	e.counter1("edgeq_dispatch_bad_acks_total", d.BadAcks)
+	e.counter1("edgeq_dispatch_stale_acks_total", d.StaleAcks)
+	e.counter1("edgeq_dispatch_removed_groups_total", d.RemovedGroups)
+	e.gauge1("edgeq_groups", uint64(len(s.Groups)))
+	if len(s.Groups) > 0 {
+		per := []struct {
+			name, typ string
+			v         func(*dispatch.GroupStats) uint64
+		}{
+			{"edgeq_group_declared", gauge, func(g *dispatch.GroupStats) uint64 { return boolValue(g.Declared) }},
+			{"edgeq_group_members", gauge, func(g *dispatch.GroupStats) uint64 { return uint64(max(g.Core.Members, 0)) }},
+			{"edgeq_group_active_members", gauge, func(g *dispatch.GroupStats) uint64 { return uint64(max(g.Core.ActiveMembers, 0)) }},
+			{"edgeq_group_in_flight", gauge, func(g *dispatch.GroupStats) uint64 { return uint64(max(g.Core.InFlight, 0)) }},
+			{"edgeq_group_pending", gauge, func(g *dispatch.GroupStats) uint64 { return uint64(max(g.Core.Pending, 0)) }},
+			{"edgeq_group_active_devices", gauge, func(g *dispatch.GroupStats) uint64 { return uint64(max(g.Core.ActiveDevices, 0)) }},
+			{"edgeq_group_fetched_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Fetched }},
+			{"edgeq_group_lost_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Lost }},
+			{"edgeq_group_filtered_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Filtered }},
+			{"edgeq_group_delivered_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Delivered }},
+			{"edgeq_group_redeliveries_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Redeliveries }},
+			{"edgeq_group_acked_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Acked }},
+			{"edgeq_group_naks_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Naks }},
+			{"edgeq_group_terms_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Terms }},
+			{"edgeq_group_in_progress_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.InProgress }},
+			{"edgeq_group_ack_timeouts_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Timeouts }},
+			{"edgeq_group_leave_requeues_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.LeaveRequeue }},
+			{"edgeq_group_dead_letters_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.DeadLetters }},
+			{"edgeq_group_stale_acks_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.StaleAcks }},
+		}
+		for _, f := range per {
+			e.family(f.name, f.typ)
+			for i := range s.Groups {
+				g := &s.Groups[i]
+				e.u(f.name, f.v(g), "filter", g.Key.Filter, "queue", g.Key.Queue)
+			}
+		}
+		// Per partition: what is durable and not yet committed (lag), and
+		// the offset window (fetched and not committed: delivered max −
+		// committed, bounded by read-ahead).
+		perPart := []struct {
+			name string
+			v    func(committed uint64, span int, p int) uint64
+		}{
+			{"edgeq_group_lag", func(c uint64, _ int, p int) uint64 { return s.PartitionLag(p, c) }},
+			{"edgeq_group_committed_offset", func(c uint64, _ int, _ int) uint64 { return c }},
+			{"edgeq_group_window_span", func(_ uint64, span int, _ int) uint64 { return uint64(max(span, 0)) }},
+		}
+		for _, f := range perPart {
+			e.family(f.name, gauge)
+			for i := range s.Groups {
+				g := &s.Groups[i]
+				for _, p := range g.Core.Partitions {
+					e.u(f.name, f.v(p.Committed, p.Span, p.Partition), "filter", g.Key.Filter, "queue", g.Key.Queue, "partition", strconv.Itoa(p.Partition))
+				}
+			}
+		}
+		e.family("edgeq_group_delivery_latency_seconds", histogram)
+		for i := range s.Groups {
+			g := &s.Groups[i]
+			e.hist("edgeq_group_delivery_latency_seconds", g.Latency, "filter", g.Key.Filter, "queue", g.Key.Queue)
+		}
+	}
+	e.gauge1("edgeq_tail_subscribers", uint64(max(s.Tail.Subscribers, 0)))
+	e.counter1("edgeq_tail_delivered_total", s.Tail.Delivered)
+	e.counter1("edgeq_tail_dropped_total", s.Tail.Dropped)
+}
+
+func renderNATS(e *enc, s *Snapshot) {
+	n := s.NATS
+	e.gauge1("edgeq_nats_connections", uint64(max(n.Connections, 0)))
+	e.counter1("edgeq_nats_accepted_connections_total", n.TotalConnections)
+	e.counter1("edgeq_nats_refused_connections_total", n.Refused)
+	e.family("edgeq_nats_closed_connections_total", counter)
+	e.u("edgeq_nats_closed_connections_total", n.SlowConsumers, "reason", "slow_consumer")
+	e.u("edgeq_nats_closed_connections_total", n.WriteTimeouts, "reason", "write_timeout")
+	e.u("edgeq_nats_closed_connections_total", n.Stale, "reason", "stale")
+	e.counter1("edgeq_nats_auth_failures_total", n.AuthFailures)
+	e.counter1("edgeq_nats_protocol_errors_total", n.ProtocolErrors)
+	e.counter1("edgeq_nats_in_messages_total", n.InMsgs)
+	e.counter1("edgeq_nats_in_bytes_total", n.InBytes)
+	e.counter1("edgeq_nats_out_messages_total", n.OutMsgs)
+	e.counter1("edgeq_nats_out_bytes_total", n.OutBytes)
+	e.counter1("edgeq_nats_ingest_errors_total", n.IngestErrors)
+	e.counter1("edgeq_nats_bad_acks_total", n.BadAcks)
+}
+
+func renderBridges(e *enc, s *Snapshot) {
+	if len(s.MQTT) > 0 {
+		renderMQTT(e, s)
+	}
+	if len(s.Serial) > 0 {
+		renderSerial(e, s)
+	}
+}
+
+func renderMQTT(e *enc, s *Snapshot) {
+	type cs = mqttView
+	per := []struct {
+		name, typ string
+		v         func(*cs) uint64
+	}{
+		{"edgeq_mqtt_connected", gauge, func(c *cs) uint64 { return boolValue(c.connected) }},
+		{"edgeq_mqtt_subscribed", gauge, func(c *cs) uint64 { return boolValue(c.subscribed) }},
+		{"edgeq_mqtt_queued", gauge, func(c *cs) uint64 { return uint64(max(c.Queued, 0)) }},
+		{"edgeq_mqtt_pending", gauge, func(c *cs) uint64 { return uint64(max(c.Pending, 0)) }},
+		{"edgeq_mqtt_received_total", counter, func(c *cs) uint64 { return c.Received }},
+		{"edgeq_mqtt_redelivered_total", counter, func(c *cs) uint64 { return c.Redelivered }},
+		{"edgeq_mqtt_stored_total", counter, func(c *cs) uint64 { return c.Stored }},
+		{"edgeq_mqtt_acked_total", counter, func(c *cs) uint64 { return c.Acked }},
+		{"edgeq_mqtt_deferred_total", counter, func(c *cs) uint64 { return c.Deferred }},
+		{"edgeq_mqtt_storage_errors_total", counter, func(c *cs) uint64 { return c.StorageErrors }},
+		{"edgeq_mqtt_connects_total", counter, func(c *cs) uint64 { return c.Connects }},
+		{"edgeq_mqtt_reconnects_total", counter, func(c *cs) uint64 { return c.Reconnects }},
+		{"edgeq_mqtt_connections_lost_total", counter, func(c *cs) uint64 { return c.ConnectionsLost }},
+		{"edgeq_mqtt_forced_reconnects_total", counter, func(c *cs) uint64 { return c.ForcedReconnects }},
+		{"edgeq_mqtt_subscribe_errors_total", counter, func(c *cs) uint64 { return c.SubscribeErrors }},
+		{"edgeq_mqtt_read_pauses_total", counter, func(c *cs) uint64 { return c.ReadPauses }},
+	}
+	all := make([]cs, len(s.MQTT))
+	for i, b := range s.MQTT {
+		all[i] = cs{Counters: b.Counters, connected: b.Connected, subscribed: b.Subscribed}
+	}
+	for _, f := range per {
+		e.family(f.name, f.typ)
+		for i, b := range s.MQTT {
+			e.u(f.name, f.v(&all[i]), "bridge", b.Name)
+		}
+	}
+	byReason := []struct {
+		name string
+		m    func(*cs) map[mqtt.Reason]uint64
+	}{
+		{"edgeq_mqtt_unmappable_total", func(c *cs) map[mqtt.Reason]uint64 { return c.Unmappable }},
+		{"edgeq_mqtt_rejected_total", func(c *cs) map[mqtt.Reason]uint64 { return c.Rejected }},
+		{"edgeq_mqtt_dropped_total", func(c *cs) map[mqtt.Reason]uint64 { return c.Dropped }},
+	}
+	for _, f := range byReason {
+		first := true
+		for i, b := range s.MQTT {
+			m := f.m(&all[i])
+			for _, r := range sortedKeys(m) {
+				if first {
+					e.family(f.name, counter)
+					first = false
+				}
+				e.u(f.name, m[r], "bridge", b.Name, "reason", string(r))
+			}
+		}
+	}
+}
+
+func renderSerial(e *enc, s *Snapshot) {
+	type st = serial.Status
+	per := []struct {
+		name, typ string
+		v         func(*st) uint64
+	}{
+		{"edgeq_serial_open", gauge, func(p *st) uint64 { return boolValue(p.Open) }},
+		{"edgeq_serial_pending", gauge, func(p *st) uint64 { return uint64(max(p.Pending, 0)) }},
+		{"edgeq_serial_read_bytes_total", counter, func(p *st) uint64 { return p.BytesIn }},
+		{"edgeq_serial_frames_total", counter, func(p *st) uint64 { return p.FramesIn }},
+		{"edgeq_serial_stored_total", counter, func(p *st) uint64 { return p.Stored }},
+		{"edgeq_serial_storage_errors_total", counter, func(p *st) uint64 { return p.StorageErrors }},
+		{"edgeq_serial_storage_waits_total", counter, func(p *st) uint64 { return p.StorageWaits }},
+		{"edgeq_serial_opens_total", counter, func(p *st) uint64 { return p.Opens }},
+		{"edgeq_serial_open_failures_total", counter, func(p *st) uint64 { return p.OpenFailures }},
+		{"edgeq_serial_fd_refusals_total", counter, func(p *st) uint64 { return p.FDRefusals }},
+	}
+	for _, f := range per {
+		e.family(f.name, f.typ)
+		for i := range s.Serial {
+			e.u(f.name, f.v(&s.Serial[i]), "port", s.Serial[i].Name)
+		}
+	}
+	first := true
+	for _, p := range s.Serial {
+		for _, r := range sortedKeys(p.Dropped) {
+			if first {
+				e.family("edgeq_serial_dropped_total", counter)
+				first = false
+			}
+			e.u("edgeq_serial_dropped_total", p.Dropped[r], "port", p.Name, "reason", r)
+		}
+	}
+}
+
+// RenderDevice writes device samples (devicemetrics.CollectAll), one
+// family per metric name with HELP and TYPE from the library. CollectAll
+// keeps the samples of one name together; should a name come back later
+// anyway, its samples are moved up to its first run rather than written as a
+// second family.
+func RenderDevice(w io.Writer, samples []devicemetrics.Sample) {
+	vm.ExposeMetadata(true)
+	if !contiguous(samples) {
+		samples = groupByName(samples)
+	}
+	e := &enc{w: w, line: make([]byte, 0, 256)}
+	prev := ""
+	for i, s := range samples {
+		if i == 0 || s.Name != prev {
+			e.family(s.Name, s.Type.String())
+			prev = s.Name
+		}
+		e.sample(s)
+	}
+}
+
+func contiguous(samples []devicemetrics.Sample) bool {
+	seen := map[string]bool{}
+	for i, s := range samples {
+		if i > 0 && samples[i-1].Name == s.Name {
+			continue
+		}
+		if seen[s.Name] {
+			return false
+		}
+		seen[s.Name] = true
+	}
+	return true
+}
+
+// groupByName orders samples by the first appearance of their name, keeping
+// the order within a name.
+func groupByName(samples []devicemetrics.Sample) []devicemetrics.Sample {
+	first := map[string]int{}
+	for i, s := range samples {
+		if _, ok := first[s.Name]; !ok {
+			first[s.Name] = i
+		}
+	}
+	out := slices.Clone(samples)
+	slices.SortStableFunc(out, func(a, b devicemetrics.Sample) int { return first[a.Name] - first[b.Name] })
+	return out
+}

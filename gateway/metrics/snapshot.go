@@ -1,0 +1,89 @@
+package metrics
+
+import (
+	"time"
+
+	"edgeq/bridge/mqtt"
+	"edgeq/bridge/serial"
+	"edgeq/gateway/devicemetrics"
+	"edgeq/gateway/dispatch"
+	"edgeq/gateway/hot"
+	"edgeq/wal"
+)
+
+// Snapshot is everything one scrape shows, copied out of the node before
+// rendering. It holds values only: no locks, no pointers into live state
+// (the slices it holds are snapshots nobody mutates afterwards).
+type Snapshot struct {
+	Node      string
+	Version   string
+	Ready     bool
+	StartTime time.Time
+	Time      time.Time // when the snapshot was taken
+
+	Log     wal.Stats
+	Sources []Source // sorted by name
+	Hot     HotStats
+	// TopDevices are the busiest devices by rate (at most the configured
+	// top-N), highest first.
+	TopDevices []hot.DeviceRate
+
+	Groups   []dispatch.GroupStats // sorted by key
+	Dispatch dispatch.Counters
+	Tail     dispatch.TailStats
+	NATS     NATSStats
+
+	Serial []serial.Status
+	MQTT   []mqtt.Status
+
+	// Device are the device metrics of this scrape, edgeq_collector_success
+	// included (devicemetrics.CollectAll).
+	Device []devicemetrics.Sample
+}
+
+// Source counts one ingest source's appends (gateway.Ingest.Sources).
+type Source struct {
+	Name                string
+	Msgs, Bytes, Errors uint64
+}
+
+// HotStats describe hot-device isolation.
+type HotStats struct {
+	Enabled           bool
+	Tracked, Isolated int
+	Untracked         uint64 // devices beyond the tracking bound
+	Moves, MoveErrors uint64
+}
+
+// NATSStats is a copy of natsserver.Stats.
+type NATSStats struct {
+	Connections                         int64 // open now
+	TotalConnections, Refused           uint64
+	AuthFailures, ProtocolErrors        uint64
+	InMsgs, InBytes, OutMsgs, OutBytes  uint64
+	IngestErrors, BadDevice, BadAcks    uint64
+	SlowConsumers, WriteTimeouts, Stale uint64 // connections closed, by reason
+}
+
+// Durable is partition p's durable offset in the snapshot (0 when the log
+// has no such partition).
+func (s *Snapshot) Durable(p int) uint64 {
+	if p >= 0 && p < len(s.Log.Partitions) && s.Log.Partitions[p].Partition == p {
+		return s.Log.Partitions[p].Durable
+	}
+	for _, ps := range s.Log.Partitions {
+		if ps.Partition == p {
+			return ps.Durable
+		}
+	}
+	return 0
+}
+
+// PartitionLag is what group g has not committed in partition p: durable
+// records past its committed offset.
+func (s *Snapshot) PartitionLag(p int, committed uint64) uint64 {
+	if d := s.Durable(p); d > committed {
+		return d - committed
+	}
+	return 0
+}
