@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"crypto/rand"
+	"edgeq/internal/fsutil"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -50,11 +51,7 @@ func LoadNodeID(dataDir, configured string) (string, error) {
 	if err := os.MkdirAll(dataDir, 0o750); err != nil {
 		return "", fmt.Errorf("create data dir: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o640); err != nil {
-		return "", fmt.Errorf("write node id: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsutil.WriteFileAtomic(path, []byte(id+"\n"), 0o640); err != nil {
 		return "", fmt.Errorf("write node id: %w", err)
 	}
 	return id, nil

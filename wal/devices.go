@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"edgeq/internal/fsutil"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -87,7 +88,7 @@ func (l *Log) checkpoint() error {
 	}
 	l.mu.Unlock()
 	buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf, castagnoli))
-	return atomicWriteFile(filepath.Join(l.dir, checkpointFile), buf)
+	return fsutil.WriteFileAtomic(filepath.Join(l.dir, checkpointFile), buf, 0o640)
 }
 
 // loadCheckpoint reads the checkpoint; a missing one is not an error (found
@@ -245,25 +246,4 @@ func readFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("read segment: %w", err)
 	}
 	return data, nil
-}
-
-// atomicWriteFile replaces path with data: temp file, fsync, rename, fsync dir.
-func atomicWriteFile(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return fsyncDir(filepath.Dir(path))
 }

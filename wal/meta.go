@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"edgeq/internal/fsutil"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +32,7 @@ func checkMeta(dir string, o *Options) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		data, _ = json.MarshalIndent(want, "", " ")
-		return atomicWriteFile(path, data)
+		return fsutil.WriteFileAtomic(path, data, 0o640)
 	}
 	if err != nil {
 		return fmt.Errorf("wal: read %s: %w", path, err)

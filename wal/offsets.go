@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"edgeq/internal/fsutil"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -158,7 +159,7 @@ func (s *OffsetStore) Flush() error {
 	s.mu.Unlock()
 	data, err := json.MarshalIndent(doc, "", " ")
 	if err == nil {
-		err = atomicWriteFile(s.path, data)
+		err = fsutil.WriteFileAtomic(s.path, data, 0o640)
 	}
 	if err != nil {
 		s.mu.Lock()

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"edgeq/internal/fsutil"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -155,15 +156,4 @@ func repairDir(dir string, maxIndex uint64) (repairResult, error) {
 	return res, nil
 }
 
-func fsyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	serr := d.Sync()
-	cerr := d.Close()
-	if err := errors.Join(serr, cerr); err != nil {
-		return fmt.Errorf("fsync dir %s: %w", dir, err)
-	}
-	return nil
-}
+func fsyncDir(dir string) error { return fsutil.SyncDir(dir) }

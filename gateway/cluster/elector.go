@@ -1,0 +1,213 @@
+package cluster
+
+import (
+	"context"
+	"edgeq/internal/fsutil"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"edgeq/discovery/election"
+)
+
+// Leadership receives this node's leadership changes. Lead and StepDown are
+// called from the elector's goroutine in the order the machine decides; a
+// hand-over StepDown must eventually be answered with Elector.Drained.
+type Leadership interface {
+	Lead(group string, epoch election.Epoch)
+	StepDown(group string, epoch election.Epoch, handOver bool)
+}
+
+// Elector runs the election machine: ticks, peer events and election frames
+// in; epochs persisted (write, fsync, rename, fsync dir) BEFORE changes are
+// applied and messages sent, as the machine's Ready contract requires.
+type Elector struct {
+	mgr    *Manager
+	lead   Leadership
+	path   string // epochs file
+	tick   time.Duration
+	logger *slog.Logger
+
+	mu     sync.Mutex // guards m and epochs: the machine is not thread-safe
+	m      *election.Machine
+	epochs map[string]election.Epoch // highest persisted per group; bound: election MaxGroups
+}
+
+// ElectorConfig configures an Elector.
+type ElectorConfig struct {
+	Election election.Config
+	// DataDir holds cluster-epochs.json.
+	DataDir string
+	// Tick is the length of one election tick (default 100ms).
+	Tick   time.Duration
+	Logger *slog.Logger
+}
+
+const epochsFile = "cluster-epochs.json"
+
+// NewElector builds the machine with the epochs persisted earlier.
+func NewElector(cfg ElectorConfig, mgr *Manager, lead Leadership) (*Elector, error) {
+	m, err := election.New(cfg.Election)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = 100 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	e := &Elector{mgr: mgr, lead: lead, path: filepath.Join(cfg.DataDir, epochsFile), tick: cfg.Tick,
+		logger: cfg.Logger, m: m, epochs: map[string]election.Epoch{}}
+	data, err := os.ReadFile(e.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("cluster: read epochs: %w", err)
+	default:
+		var stored map[string]string
+		if err := json.Unmarshal(data, &stored); err != nil {
+			return nil, fmt.Errorf("cluster: parse %s: %w", e.path, err)
+		}
+		for g, s := range stored {
+			ep, err := election.ParseEpoch(s)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: %s: group %q: %w", e.path, g, err)
+			}
+			e.epochs[g] = ep
+		}
+	}
+	return e, nil
+}
+
+// AddGroup starts electing a leader for group, from its persisted epoch.
+func (e *Elector) AddGroup(group string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.apply(e.m.AddGroup(group, e.epochs[group]))
+}
+
+// PeerUp, PeerDown and Frame make the Elector a part of the peer Handler.
+func (e *Elector) PeerUp(node string, priority int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_ = e.apply(e.m.PeerUp(election.NodeID(node), priority))
+}
+
+// PeerDown tells the machine a peer is gone.
+func (e *Elector) PeerDown(node string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_ = e.apply(e.m.PeerDown(election.NodeID(node)))
+}
+
+// Frame handles an election frame.
+func (e *Elector) Frame(node string, f Frame) {
+	if f.Type != TypeElection {
+		return
+	}
+	msg, err := DecodeElection(f.Body)
+	if err != nil || string(msg.From) != node {
+		e.logger.Warn("bad election message", "peer", node, "err", err)
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_ = e.apply(e.m.Step(msg))
+}
+
+// Drained confirms a hand-over StepDown.
+func (e *Elector) Drained(group string, epoch election.Epoch) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_ = e.apply(e.m.Drained(group, epoch))
+}
+
+// Fence is the owner-side check of a leader's epoch (fetches and commits).
+// Per the machine's contract the request is served only after the epochs it
+// may have raised are persisted, which apply does before returning.
+func (e *Elector) Fence(group string, epoch election.Epoch) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	err := e.m.Fence(group, epoch)
+	if aerr := e.apply(nil); aerr != nil {
+		return aerr
+	}
+	return err
+}
+
+// Leader reports the current leader of group.
+func (e *Elector) Leader(group string) (string, election.Epoch, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, ep, ok := e.m.Leader(group)
+	return string(n), ep, ok
+}
+
+// Run ticks the machine until ctx ends.
+func (e *Elector) Run(ctx context.Context) {
+	t := time.NewTicker(e.tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.mu.Lock()
+			e.m.Tick()
+			_ = e.apply(nil)
+			e.mu.Unlock()
+		}
+	}
+}
+
+// apply handles the machine's Ready in the required order: persist, then
+// changes, then messages. Called with mu held; it returns inErr (the input's
+// own error) or a persistence error, after which nothing is applied or sent.
+func (e *Elector) apply(inErr error) error {
+	for e.m.HasReady() {
+		rd := e.m.Ready()
+		if len(rd.Persist) > 0 {
+			for _, p := range rd.Persist {
+				e.epochs[p.Group] = p.Epoch
+			}
+			if err := e.persist(); err != nil {
+				// Nothing of this Ready may go out with an epoch a crash could
+				// forget; the machine re-announces on later ticks.
+				e.logger.Error("persist election epochs", "err", err)
+				return err
+			}
+		}
+		for _, c := range rd.Changes {
+			switch c.Kind {
+			case election.BecomeLeader:
+				e.lead.Lead(c.Group, c.Epoch)
+			case election.StepDown:
+				e.lead.StepDown(c.Group, c.Epoch, c.HandOver)
+			}
+		}
+		for _, msg := range rd.Messages {
+			// Best effort: a lost message is covered by timeouts and
+			// periodic announcements.
+			_ = e.mgr.Send(string(msg.To), TypeElection, AppendElection(nil, msg))
+		}
+	}
+	return inErr
+}
+
+func (e *Elector) persist() error {
+	stored := make(map[string]string, len(e.epochs))
+	for g, ep := range e.epochs {
+		stored[g] = ep.String()
+	}
+	data, err := json.MarshalIndent(stored, "", " ")
+	if err != nil {
+		return err
+	}
+	return fsutil.WriteFileAtomic(e.path, data, 0o640)
+}
