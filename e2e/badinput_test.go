@@ -192,3 +192,36 @@ func TestAuth(t *testing.T) {
 		t.Fatalf("open listener without auth: %v %s", err, out)
 	}
 }
+
+// TestSlowQueueMemberRedelivered: a queue member that never reads is closed
+// as a slow consumer and what it held goes to the other member.
+func TestSlowQueueMemberRedelivered(t *testing.T) {
+	// max_pending must hold a member's credit worth of messages (64 × 4 KiB
+	// here); the slow member raises its own credit to 5000 so that what the
+	// group pushes at it overflows the kernel's socket buffers and then its
+	// pending bytes.
+	n := newNode(t, "nats:\n  max_pending: 512KiB\n  max_payload: 16KiB\nqueue:\n  ack_wait: 30s\n  max_in_flight: 64\n")
+	n.start()
+	slow := dialRaw(t, n.natsPort)
+	slow.send("CONNECT {\"headers\":true}\r\nSUB telemetry.> workers 1\r\nPUB $EQ.RDY.1 4\r\n5000\r\nPING\r\n")
+	if got := slow.line(); got != "PONG" {
+		t.Fatalf("got %q", got)
+	}
+	// The slow member never reads from here on.
+	pub := newPublisher(t, n.url(), 100)
+	payload := strings.Repeat("x", 4<<10)
+	const total = 3000
+	for i := 1; i <= total; i++ {
+		pub.publish(fmt.Sprintf("d%d", i), fmt.Sprintf("%d|%s", i, payload)) // one in flight per device: many devices
+	}
+	waitFor(t, "pub-acks", 30*time.Second, func() bool { return pub.acked() == total })
+	waitFor(t, "slow member closed", 30*time.Second, func() bool {
+		st, _ := runCmd(edgeqBin, "status", "--json", "--http", n.httpURL())
+		return strings.Contains(st, `"slow_consumer_closes": 1`) || strings.Contains(st, `"write_timeout_closes": 1`)
+	})
+	tr := newTracker(t)
+	startWorker(t, n.url(), "good", tr, func() {})
+	// Everything, including what the slow member held when it was closed,
+	// reaches the good worker (ack_wait is 30s: only the close frees them).
+	waitFor(t, "all delivered to the good worker", 20*time.Second, func() bool { return tr.distinct() == total })
+}
