@@ -13,6 +13,10 @@ command -v gcc >/dev/null || need+=(gcc) # the race detector uses cgo
 command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static) # firmware tests
 command -v curl >/dev/null || need+=(curl)
 command -v dpkg-deb >/dev/null || need+=(dpkg)
+# mDNS interop tests run avahi (as Raspberry Pi OS does) inside namespaces.
+command -v avahi-daemon >/dev/null || need+=(avahi-daemon)
+command -v avahi-browse >/dev/null || need+=(avahi-utils)
+command -v dbus-daemon >/dev/null || need+=(dbus)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "the tests need: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2
