@@ -71,6 +71,7 @@ type node struct {
 	natsPort int
 	httpPort int
 	config   string // YAML file, may be empty
+	nodeID   string // default e2e-node
 	env      []string
 	cmd      *exec.Cmd
 	logMu    sync.Mutex
@@ -80,7 +81,7 @@ type node struct {
 
 func newNode(t testing.TB, yaml string, env ...string) *node {
 	t.Helper()
-	n := &node{t: t, dataDir: filepath.Join(t.TempDir(), "data"), natsPort: freePort(t), httpPort: freePort(t), env: env}
+	n := &node{t: t, dataDir: filepath.Join(t.TempDir(), "data"), natsPort: freePort(t), httpPort: freePort(t), env: env, nodeID: "e2e-node"}
 	if yaml != "" {
 		n.config = filepath.Join(t.TempDir(), "edgeq.yaml")
 		if err := os.WriteFile(n.config, []byte(yaml), 0o600); err != nil {
@@ -111,7 +112,7 @@ func (n *node) logs() string {
 func (n *node) start() {
 	n.t.Helper()
 	args := []string{"run", "--data", n.dataDir, "--nats", fmt.Sprintf("127.0.0.1:%d", n.natsPort),
-		"--http", fmt.Sprintf("127.0.0.1:%d", n.httpPort), "--node-id", "e2e-node"}
+		"--http", fmt.Sprintf("127.0.0.1:%d", n.httpPort), "--node-id", n.nodeID}
 	if n.config != "" {
 		args = append(args, "--config", n.config)
 	}

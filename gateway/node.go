@@ -38,8 +38,9 @@ type Node struct {
 	tail   *dispatch.Tail
 	nats   *natsserver.Server
 
-	serial []*serial.Port
-	mqtt   []*mqtt.Bridge
+	serial  []*serial.Port
+	cluster *clusterNode // nil unless cluster.name is set
+	mqtt    []*mqtt.Bridge
 
 	metrics *nodeMetrics
 
@@ -88,12 +89,21 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	}
 	n.ingest = newIngest(l, det, logger)
 	n.tail = dispatch.NewTail(l, cfg.NATS.TelemetryPrefix, id, logger)
+	var onGroup func(dispatch.GroupKey)
+	if cfg.Cluster.Name != "" {
+		if n.cluster, err = newClusterNode(cfg, id, version, logger); err != nil {
+			l.Close()
+			return nil, err
+		}
+		onGroup = n.cluster.addGroup
+	}
 	n.queues = dispatch.NewRegistry(dispatch.Config{
 		Node:            id,
 		TelemetryPrefix: cfg.NATS.TelemetryPrefix,
 		Defaults:        queueConfig(cfg, config.Group{}),
 		GroupTTL:        cfg.Queue.GroupTTL,
 		MaxGroups:       cfg.Queue.MaxGroups,
+		OnGroup:         onGroup,
 	}, l, n.publishCore, logger)
 	users := map[string]string{}
 	for _, u := range cfg.NATS.Users {
@@ -199,6 +209,12 @@ func (n *Node) Start() error {
 		n.Shutdown(time.Second)
 		return err
 	}
+	if n.cluster != nil {
+		if err := n.cluster.start(ctx, n.goBackground); err != nil {
+			n.Shutdown(time.Second)
+			return err
+		}
+	}
 	if n.cfg.HTTP.Listen != "" {
 		ln, err := net.Listen("tcp", n.cfg.HTTP.Listen)
 		if err != nil {
@@ -295,6 +311,9 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 		}
 		if n.httpSrv != nil {
 			_ = n.httpSrv.Shutdown(ctx)
+		}
+		if n.cluster != nil {
+			n.cluster.stop()
 		}
 		if n.cancel != nil {
 			n.cancel()

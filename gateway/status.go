@@ -28,6 +28,7 @@ type Status struct {
 	Tail          TailStatus        `json:"live_tail"`
 	Serial        []serial.Status   `json:"serial,omitempty"`
 	MQTT          []mqtt.Status     `json:"mqtt,omitempty"`
+	Cluster       *ClusterStatus    `json:"cluster,omitempty"`
 	// Device is the gateway's health (CPU, load, temperatures, memory, the
 	// data directory's disk, this process).
 	Device metrics.DeviceHealth `json:"device"`
@@ -126,6 +127,9 @@ func (n *Node) Status() Status {
 	snap := n.snapshot(statusTopDevices, true)
 	st := statusOf(&snap)
 	st.DataDir, st.NATS, st.HTTP, st.Durability = n.cfg.DataDir, n.NATSAddr(), n.HTTPAddr(), string(n.cfg.WAL.Durability)
+	if n.cluster != nil {
+		st.Cluster = n.cluster.status(n.queues.Stats())
+	}
 	return st
 }
 

@@ -88,6 +88,7 @@ func redact(cfg config.Config) config.Config {
 	}
 	hide(&cfg.NATS.AuthToken)
 	hide(&cfg.HTTP.Token)
+	hide(&cfg.Cluster.Secret)
 	users := make([]config.User, len(cfg.NATS.Users))
 	for i, u := range cfg.NATS.Users {
 		users[i] = config.User{User: u.User, Password: "<hidden>"}

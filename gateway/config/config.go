@@ -43,6 +43,8 @@ type Config struct {
 	Serial []serial.Config `yaml:"serial"`
 	// MQTT lists the MQTT brokers to bridge telemetry from.
 	MQTT []MQTTBridge `yaml:"mqtt"`
+	// Cluster joins other gateways (off unless cluster.name is set).
+	Cluster Cluster `yaml:"cluster"`
 }
 
 // MQTTBridge is one MQTT bridge; fields left out of the file keep
@@ -142,6 +144,34 @@ type Group struct {
 	MaxInFlight int           `yaml:"max_in_flight"`
 }
 
+// Cluster configures the gateway cluster. Today it discovers peers,
+// authenticates them and elects a leader per queue group; delivery across
+// nodes is not built yet (each node delivers its own log).
+type Cluster struct {
+	// Name of the cluster; empty disables clustering.
+	Name string `yaml:"name"`
+	// Secret shared by the cluster's nodes (at least 16 bytes), or SecretFile
+	// holding it.
+	Secret     string `yaml:"secret"`
+	SecretFile string `yaml:"secret_file"`
+	// Priority ranks this node in leader elections (higher wins).
+	Priority int `yaml:"priority"`
+	// Listen is the peer protocol address (default 0.0.0.0:7422).
+	Listen string `yaml:"listen"`
+	// Interface is the LAN interface for mDNS (required when mdns is on).
+	Interface string `yaml:"interface"`
+	// Peers are static peer addresses (host:port), for networks without multicast.
+	Peers []string `yaml:"peers"`
+	// MDNS discovers peers by mDNS (default true when a name is set).
+	MDNS *bool `yaml:"mdns"`
+	// HeartbeatInterval and FailureTimeout detect dead peers (default 500ms, 3s).
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	FailureTimeout    time.Duration `yaml:"failure_timeout"`
+}
+
+// MDNSEnabled reports whether mDNS discovery runs.
+func (c Cluster) MDNSEnabled() bool { return c.Name != "" && (c.MDNS == nil || *c.MDNS) }
+
 // Hot configures hot-device isolation.
 type Hot struct {
 	Enabled bool          `yaml:"enabled"`
@@ -211,6 +241,7 @@ func Default() Config {
 		},
 		Hot:     Hot{Enabled: true, Window: 10 * time.Second, Factor: 10, MinRate: 50},
 		Metrics: Metrics{ProcRoot: "/proc", SysRoot: "/sys", TopDevices: 10},
+		Cluster: Cluster{Listen: "0.0.0.0:7422", HeartbeatInterval: 500 * time.Millisecond, FailureTimeout: 3 * time.Second},
 	}
 }
 
@@ -304,6 +335,7 @@ func (c *Config) Validate() error {
 			bad(key, "ack_wait, max_deliver and max_in_flight must not be negative")
 		}
 	}
+	c.validateCluster(bad)
 	names := map[string]bool{}
 	for i, sc := range c.Serial {
 		if err := sc.Validate(); err != nil {
@@ -394,6 +426,32 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 	}
 	if n.AuthTimeout <= 0 {
 		bad("nats.auth_timeout", "%v, want > 0", n.AuthTimeout)
+	}
+}
+
+func (c *Config) validateCluster(bad func(key, format string, args ...any)) {
+	cl := c.Cluster
+	if cl.Name == "" {
+		return
+	}
+	if cl.Secret == "" && cl.SecretFile == "" {
+		bad("cluster.secret", "a cluster needs a shared secret (cluster.secret or cluster.secret_file)")
+	} else if cl.Secret != "" && len(cl.Secret) < 16 {
+		bad("cluster.secret", "at least 16 bytes")
+	}
+	if err := checkHostPort(cl.Listen); err != nil {
+		bad("cluster.listen", "%v", err)
+	}
+	if cl.MDNSEnabled() && cl.Interface == "" {
+		bad("cluster.interface", "required for mDNS discovery (or set cluster.mdns: false and list cluster.peers)")
+	}
+	for i, p := range cl.Peers {
+		if err := checkHostPort(p); err != nil {
+			bad(fmt.Sprintf("cluster.peers[%d]", i), "%v", err)
+		}
+	}
+	if cl.FailureTimeout <= cl.HeartbeatInterval {
+		bad("cluster.failure_timeout", "%v, want more than heartbeat_interval %v", cl.FailureTimeout, cl.HeartbeatInterval)
 	}
 }
 

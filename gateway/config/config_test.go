@@ -153,3 +153,28 @@ func TestEnvNamesCoverScalars(t *testing.T) {
 		}
 	}
 }
+
+func TestClusterConfig(t *testing.T) {
+	ok := "cluster:\n  name: plant\n  secret: 0123456789abcdef\n  mdns: false\n  peers: [10.0.0.2:7422]\n"
+	cfg, err := Load(writeFile(t, ok), nil, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Cluster.MDNSEnabled() || cfg.Cluster.Listen != "0.0.0.0:7422" {
+		t.Fatalf("cluster %+v", cfg.Cluster)
+	}
+	for body, key := range map[string]string{
+		"cluster:\n  name: plant\n  mdns: false\n":                                              "cluster.secret",
+		"cluster:\n  name: plant\n  secret: short\n  mdns: false\n":                             "cluster.secret",
+		"cluster:\n  name: plant\n  secret: 0123456789abcdef\n":                                 "cluster.interface",
+		"cluster:\n  name: plant\n  secret: 0123456789abcdef\n  mdns: false\n  peers: [nope]\n": "cluster.peers[0]",
+	} {
+		if _, err := Load(writeFile(t, body), nil, Flags{}); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: %v, want an error naming %s", body, err, key)
+		}
+	}
+	// Without a name nothing is checked and nothing listens.
+	if _, err := Load(writeFile(t, "cluster:\n  priority: 3\n"), nil, Flags{}); err != nil {
+		t.Fatal(err)
+	}
+}

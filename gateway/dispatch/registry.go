@@ -49,6 +49,9 @@ type Config struct {
 	// offsets this long, then is removed (default 24h).
 	GroupTTL  time.Duration
 	MaxGroups int
+	// OnGroup, when set, learns of every group started (declared or created
+	// by a subscribe); it runs on its own goroutine.
+	OnGroup func(GroupKey)
 }
 
 // LatencyBounds are the upper bounds of the ingest→delivery histogram.
@@ -173,6 +176,9 @@ func (r *Registry) group(gc GroupConfig) (*runner, error) {
 	r.groups[gc.Key] = g
 	r.byID[g.gid] = g
 	go g.run()
+	if r.cfg.OnGroup != nil {
+		go r.cfg.OnGroup(gc.Key)
+	}
 	r.logger.Info("queue group started", "group", gc.Key.String(), "declared", gc.Declared, "resumed", known)
 	return g, nil
 }
