@@ -157,7 +157,11 @@ func (c *clusterNode) start(ctx context.Context, bg func(func())) error {
 		if err := c.resp.Start(); err != nil {
 			return fmt.Errorf("cluster: mdns responder: %w", err)
 		}
-		bg(func() { _ = c.browser.Run(ctx) })
+		bg(func() {
+			if err := c.browser.Run(ctx); err != nil && ctx.Err() == nil {
+				c.logger.Error("mdns browser stopped", "err", err)
+			}
+		})
 		bg(func() { c.feedDiscovered(ctx) })
 	}
 	c.logger.Info("cluster started", "name", c.cfg.Name, "listen", c.mgr.Addr(), "mdns", c.resp != nil)
@@ -184,7 +188,9 @@ func (c *clusterNode) feedDiscovered(ctx context.Context) {
 
 func (c *clusterNode) stop() {
 	if c.resp != nil {
-		_ = c.resp.Stop() // says goodbye
+		if err := c.resp.Stop(); err != nil { // says goodbye
+			c.logger.Warn("mdns responder stop", "err", err)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"edgeq/internal/fsutil"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -124,7 +125,7 @@ func (p *partition) open() (openReport, error) {
 		if err := os.MkdirAll(p.dir, 0o750); err != nil {
 			return rep, fmt.Errorf("wal: create partition %d: %w", p.id, err)
 		}
-		if err := fsyncDir(filepath.Dir(p.dir)); err != nil {
+		if err := fsutil.SyncDir(filepath.Dir(p.dir)); err != nil {
 			return rep, err
 		}
 	}
@@ -169,7 +170,7 @@ func (p *partition) open() (openReport, error) {
 		}
 	}
 	rep.BadInside = badInside
-	if err := fsyncDir(p.dir); err != nil {
+	if err := fsutil.SyncDir(p.dir); err != nil {
 		_ = l.Close()
 		return rep, err
 	}
@@ -365,7 +366,7 @@ func (p *partition) writeReqs(reqs []*appendReq) error {
 	if cycled {
 		// A new tail segment: make its directory entry durable and drop the
 		// finished segment from RAM (readers reload it when they lag).
-		if err := fsyncDir(p.dir); err != nil {
+		if err := fsutil.SyncDir(p.dir); err != nil {
 			p.logger.Warn("fsync partition directory", "err", err)
 		}
 		p.mu.Lock()
@@ -439,7 +440,9 @@ func (p *partition) recover(keep uint64, cause error) error {
 	if last < p.durable.Load() {
 		p.durable.Store(last)
 	}
-	p.tailBytes, _ = p.refreshSize()
+	if p.tailBytes, err = p.refreshSize(); err != nil {
+		p.logger.Warn("recount partition size after repair", "err", err)
+	}
 	p.logger.Warn("partition repaired after write error", "cause", cause, "last", last)
 	return cause
 }

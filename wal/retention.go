@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"edgeq/internal/fsutil"
 	"errors"
 	"fmt"
 	"math"
@@ -203,7 +204,7 @@ func (p *partition) truncateFront(next uint64, size int64) error {
 		}
 		return fmt.Errorf("wal: truncate partition %d before %d: %w", p.id, next, err)
 	}
-	if err := fsyncDir(p.dir); err != nil {
+	if err := fsutil.SyncDir(p.dir); err != nil {
 		return err
 	}
 	p.first.Store(next)

@@ -88,7 +88,7 @@ func cleanTemp(dir string) (int, error) {
 		}
 	}
 	if removed > 0 {
-		return removed, fsyncDir(dir)
+		return removed, fsutil.SyncDir(dir)
 	}
 	return 0, nil
 }
@@ -149,11 +149,9 @@ func repairDir(dir string, maxIndex uint64) (repairResult, error) {
 		res.CutBytes += int64(len(data) - end)
 	}
 	if res.CutBytes > 0 {
-		if err := fsyncDir(dir); err != nil {
+		if err := fsutil.SyncDir(dir); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
 }
-
-func fsyncDir(dir string) error { return fsutil.SyncDir(dir) }

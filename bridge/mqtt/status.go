@@ -80,16 +80,6 @@ func (r *reasonCounts) snapshot() map[Reason]uint64 {
 	return out
 }
 
-func (r *reasonCounts) total() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var n uint64
-	for _, v := range r.m {
-		n += v
-	}
-	return n
-}
-
 func (c *counters) snapshot() Counters {
 	return Counters{
 		Received:         c.received.Load(),

@@ -139,7 +139,6 @@ func TestDiscoveryOnALAN(t *testing.T) {
 	// §5.5). gw-3 browses no more, so no hashicorp Query socket of its own
 	// holds port 5353 now, and its passive listener, bound to the group
 	// address, takes no unicast datagram from the responder.
-	before := len(sniffedResponses(t, sniff, ""))
 	sniff.send("direct " + l.addr(2) + " gw-3.local. A")
 	var direct []sniffed
 	waitFor(t, 3*time.Second, "the answer to a direct unicast query", func() bool {
@@ -150,7 +149,7 @@ func TestDiscoveryOnALAN(t *testing.T) {
 		t.Errorf("direct answer %+v: want a unicast answer with the ID echoed", d)
 	}
 
-	before = len(sniffedResponses(t, sniff, ""))
+	before := len(sniffedResponses(t, sniff, ""))
 	sniff.send("qm _edgeq._tcp.local. PTR")
 	var answers []sniffed
 	deadline = time.Now().Add(3 * time.Second)

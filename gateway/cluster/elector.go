@@ -96,14 +96,14 @@ func (e *Elector) AddGroup(group string) error {
 func (e *Elector) PeerUp(node string, priority int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_ = e.apply(e.m.PeerUp(election.NodeID(node), priority))
+	e.logInput("peer up", node, e.apply(e.m.PeerUp(election.NodeID(node), priority)))
 }
 
 // PeerDown tells the machine a peer is gone.
 func (e *Elector) PeerDown(node string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_ = e.apply(e.m.PeerDown(election.NodeID(node)))
+	e.logInput("peer down", node, e.apply(e.m.PeerDown(election.NodeID(node))))
 }
 
 // Frame handles an election frame.
@@ -118,14 +118,27 @@ func (e *Elector) Frame(node string, f Frame) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_ = e.apply(e.m.Step(msg))
+	e.logInput("election message", node, e.apply(e.m.Step(msg)))
 }
 
 // Drained confirms a hand-over StepDown.
 func (e *Elector) Drained(group string, epoch election.Epoch) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_ = e.apply(e.m.Drained(group, epoch))
+	e.logInput("drained", group, e.apply(e.m.Drained(group, epoch)))
+}
+
+// logInput reports an input the machine refused (a peer beyond the limit,
+// a stale or malformed message): the protocol copes, an operator may not.
+// Stale messages are normal traffic after a change of leader: debug only.
+func (e *Elector) logInput(what, who string, err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, election.ErrStaleEpoch):
+		e.logger.Debug("election input refused", "input", what, "from", who, "err", err)
+	default:
+		e.logger.Warn("election input refused", "input", what, "from", who, "err", err)
+	}
 }
 
 // Fence is the owner-side check of a leader's epoch (fetches and commits).

@@ -55,7 +55,7 @@ func (f *fetcher) serve(ctx context.Context, req queue.Fetch) (fetchResult, bool
 				}
 			}
 			if b.Next > req.From {
-				return fetchResult{partition: f.partition, msgs: toMsgs(f.partition, b.Entries), next: b.Next, lost: b.Lost}, true
+				return fetchResult{partition: f.partition, msgs: toMsgs(f.partition, b.Entries), next: b.Next}, true
 			}
 		}
 		select {

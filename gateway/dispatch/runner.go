@@ -41,8 +41,6 @@ type fetchResult struct {
 	partition int
 	msgs      []queue.Msg
 	next      uint64
-	lost      uint64
-	err       error
 }
 
 // runner owns one queue group's core and is its only goroutine.

@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +51,9 @@ type Ingester interface {
 	AppendAsync(rec *wal.Record, done func(wal.Position, error))
 }
 
+// maxRefusing bounds the refused connections waited on at once.
+const maxRefusing = 64
+
 // Server is the NATS protocol listener.
 type Server struct {
 	cfg    Config
@@ -68,6 +70,8 @@ type Server struct {
 	nextCID atomic.Uint64
 	closing atomic.Bool
 	wg      sync.WaitGroup
+
+	refusing chan struct{} // refused connections being closed politely; bound: maxRefusing
 
 	stats Stats
 }
@@ -95,9 +99,10 @@ type Stats struct {
 func New(cfg Config, ingest Ingester, queues *dispatch.Registry, tail *dispatch.Tail, logger *slog.Logger) *Server {
 	return &Server{
 		cfg: cfg, ingest: ingest, queues: queues, tail: tail,
-		logger: logger.With("component", "nats"),
-		subs:   newSublist(),
-		conns:  map[uint64]*conn{},
+		logger:   logger.With("component", "nats"),
+		subs:     newSublist(),
+		conns:    map[uint64]*conn{},
+		refusing: make(chan struct{}, maxRefusing),
 	}
 }
 
@@ -150,12 +155,19 @@ func (s *Server) acceptLoop() {
 			msg = natsproto.AppendErr(msg, "maximum connections exceeded")
 			_, _ = nc.Write(msg)
 			// Let the client's CONNECT arrive before closing, so it reads the
-			// error instead of failing its write (bounded: 500 ms each).
-			go func() {
-				_ = nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-				_, _ = io.Copy(io.Discard, io.LimitReader(nc, 64<<10))
+			// error instead of failing its write: at most 500 ms each and
+			// maxRefusing at once; beyond that, close at once.
+			select {
+			case s.refusing <- struct{}{}:
+				go func() {
+					defer func() { <-s.refusing }()
+					_ = nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+					_, _ = io.Copy(io.Discard, io.LimitReader(nc, 64<<10))
+					_ = nc.Close()
+				}()
+			default:
 				_ = nc.Close()
-			}()
+			}
 			continue
 		}
 		c := newConn(s, s.nextCID.Add(1), nc)
@@ -260,5 +272,3 @@ func (s *Server) publishCore(from *conn, subject, reply string, header, payload 
 func (s *Server) PublishCore(subject string, header, payload []byte) {
 	s.publishCore(nil, subject, "", header, payload)
 }
-
-func itoa(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -43,17 +43,6 @@ func newPartition(id int, start uint64, cfg *Config) partition {
 
 func (p *partition) span() int { return int(p.next - p.base) }
 
-// finished reports whether the record at off is known to be finished.
-func (p *partition) finished(off uint64) bool {
-	if off < p.base {
-		return true
-	}
-	if off >= p.next {
-		return false
-	}
-	return p.slots[off&p.mask] == noEntry
-}
-
 // finish marks off finished and moves base past every finished offset.
 func (p *partition) finish(off uint64) {
 	p.slots[off&p.mask] = noEntry
