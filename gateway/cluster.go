@@ -116,9 +116,9 @@ func mdnsVersion(v string) string {
 // clusterHandler forwards peer events to the elector once it exists.
 type clusterHandler struct{ el *cluster.Elector }
 
-func (h *clusterHandler) PeerUp(n string, p int)          { h.el.PeerUp(n, p) }
-func (h *clusterHandler) PeerDown(n string)               { h.el.PeerDown(n) }
-func (h *clusterHandler) Frame(n string, f cluster.Frame) { h.el.Frame(n, f) }
+func (h *clusterHandler) PeerUp(n string, p cluster.PeerInfo) { h.el.PeerUp(n, p.Priority) }
+func (h *clusterHandler) PeerDown(n string)                   { h.el.PeerDown(n) }
+func (h *clusterHandler) Frame(n string, f cluster.Frame)     { h.el.Frame(n, f) }
 
 // Lead and StepDown make the node the elector's Leadership: for now they
 // record and log (a hand-over has nothing to drain yet).

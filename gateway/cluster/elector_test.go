@@ -46,9 +46,9 @@ type clusterNode struct {
 // handlers fans peer events out to the elector.
 type handlers struct{ el *Elector }
 
-func (h handlers) PeerUp(n string, p int)  { h.el.PeerUp(n, p) }
-func (h handlers) PeerDown(n string)       { h.el.PeerDown(n) }
-func (h handlers) Frame(n string, f Frame) { h.el.Frame(n, f) }
+func (h handlers) PeerUp(n string, p PeerInfo) { h.el.PeerUp(n, p.Priority) }
+func (h handlers) PeerDown(n string)           { h.el.PeerDown(n) }
+func (h handlers) Frame(n string, f Frame)     { h.el.Frame(n, f) }
 
 var groups = []string{"telemetry.> a", "telemetry.> b", "telemetry.> c", "telemetry.> d"}
 

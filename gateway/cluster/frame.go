@@ -1,6 +1,6 @@
 // Package cluster is the peer protocol between edgeq gateways: framing,
-// mutual authentication with the cluster secret, and (later) fetch, forward,
-// commit and membership messages. One authenticated, versioned connection per
+// mutual authentication with the cluster secret, heartbeats, and the
+// election, fetch, forward, commit and membership messages (wire.go). One authenticated, versioned connection per
 // peer pair.
 package cluster
 
@@ -27,19 +27,22 @@ type Type uint8
 
 // Frame types. The handshake comes first on every connection.
 const (
-	TypeHello     Type = 1 // dialer → listener: cluster, node, nonce
-	TypeHelloAck  Type = 2 // listener → dialer: cluster, node, nonce, proof
-	TypeAuth      Type = 3 // dialer → listener: proof
-	TypeRefused   Type = 4 // either side: why the connection is refused
-	TypeHeartbeat Type = 5
-	TypeElection  Type = 6 // election messages (discovery/election)
-	TypeFetch     Type = 7
-	TypeFetched   Type = 8
-	TypeForward   Type = 9
-	TypeAck       Type = 10
-	TypeCommit    Type = 11
-	TypeMembers   Type = 12
-	maxType       Type = TypeMembers
+	TypeHello      Type = 1 // dialer → listener: cluster, node, nonce
+	TypeHelloAck   Type = 2 // listener → dialer: cluster, node, nonce, proof
+	TypeAuth       Type = 3 // dialer → listener: proof
+	TypeRefused    Type = 4 // either side: why the connection is refused
+	TypeHeartbeat  Type = 5
+	TypeElection   Type = 6  // election messages (discovery/election)
+	TypeFetch      Type = 7  // leader → owner: FetchReq
+	TypeFetched    Type = 8  // owner → leader: FetchResp
+	TypeForward    Type = 9  // leader → member's node: Forward
+	TypeAck        Type = 10 // member's node → leader: AckRelay
+	TypeCommit     Type = 11 // leader → owner: CommitReq
+	TypeMembers    Type = 12 // any node → peers: Members
+	TypePosition   Type = 13 // leader → owner: PositionReq
+	TypePositioned Type = 14 // owner → leader: PositionResp
+	TypeCommitted  Type = 15 // owner → leader: CommitResp
+	maxType        Type = TypeCommitted
 )
 
 // Errors of the framing.

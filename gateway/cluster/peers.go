@@ -16,8 +16,9 @@ import (
 // Handler receives what the peer manager learns. Calls come from the
 // manager's goroutines and must not block for long.
 type Handler interface {
-	// PeerUp: an authenticated connection to node is established.
-	PeerUp(node string, priority int)
+	// PeerUp: an authenticated connection to node is established and its
+	// first heartbeat told what it is.
+	PeerUp(node string, info PeerInfo)
 	// PeerDown: the connection is gone (closed, or silent for the failure timeout).
 	PeerDown(node string)
 	// Frame: a frame other than handshake and heartbeat arrived from node.
@@ -25,10 +26,19 @@ type Handler interface {
 	Frame(node string, f Frame)
 }
 
+// PeerInfo is what a peer says of itself in its first heartbeat.
+type PeerInfo struct {
+	Priority int
+	// Partitions is the number of partitions of its log (normal and hot).
+	Partitions int
+}
+
 // ManagerConfig configures a Manager.
 type ManagerConfig struct {
 	Identity Identity
 	Priority int
+	// Partitions is the number of partitions of this node's log, told to peers.
+	Partitions int
 	// Listen is the peer listener address ("" disables listening).
 	Listen string
 	// Peers are addresses to dial (static peers); discovery adds more with AddAddr.
@@ -41,7 +51,15 @@ type ManagerConfig struct {
 	DialInterval time.Duration
 	// MaxPeers bounds connections and known addresses (default 64).
 	MaxPeers int
-	Logger   *slog.Logger
+	// MaxQueued bounds the bytes of frames waiting to be written to one peer
+	// (default 32 MiB). A frame that does not fit closes the connection (a
+	// peer that cannot keep up is treated like a slow consumer); SendWait
+	// waits while more than half of it is used.
+	MaxQueued int
+	// WriteTimeout closes a connection whose writes stall this long (default
+	// the failure timeout, at least 5s).
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
 }
 
 func (c *ManagerConfig) defaults() error {
@@ -56,6 +74,12 @@ func (c *ManagerConfig) defaults() error {
 	}
 	if c.MaxPeers <= 0 {
 		c.MaxPeers = 64
+	}
+	if c.MaxQueued <= 0 {
+		c.MaxQueued = 32 << 20
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = max(c.FailureTimeout, 5*time.Second)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -73,11 +97,26 @@ func (c *ManagerConfig) defaults() error {
 
 // PeerStatus describes one connected peer.
 type PeerStatus struct {
-	Node     string
-	Addr     string
-	Priority int
-	LastSeen time.Time
-	Dialed   bool
+	Node        string    `json:"node"`
+	Addr        string    `json:"addr"`
+	Priority    int       `json:"priority"`
+	Partitions  int       `json:"partitions"`
+	LastSeen    time.Time `json:"last_seen"`
+	Since       time.Time `json:"since"`
+	Dialed      bool      `json:"dialed"`
+	QueuedBytes int       `json:"queued_bytes"`
+	FramesOut   uint64    `json:"frames_out"`
+	FramesIn    uint64    `json:"frames_in"`
+	BytesOut    uint64    `json:"bytes_out"`
+	BytesIn     uint64    `json:"bytes_in"`
+}
+
+// Counters are the manager's totals since start.
+type Counters struct {
+	Refused   uint64 // handshakes refused (other cluster, wrong secret)
+	Overflows uint64 // connections closed because their send queue was full
+	Ups       uint64 // peers that came up
+	Downs     uint64 // peers that went down
 }
 
 // Manager keeps one authenticated connection per peer pair, with heartbeats
@@ -92,19 +131,39 @@ type Manager struct {
 	conns map[string]*peerConn // by node; bound: MaxPeers
 	addrs map[string]bool      // addresses to dial; bound: MaxPeers
 
-	refused atomic.Uint64 // handshakes refused (other cluster, wrong secret)
-	wg      sync.WaitGroup
+	refused   atomic.Uint64
+	overflows atomic.Uint64
+	ups       atomic.Uint64
+	downs     atomic.Uint64
+	wg        sync.WaitGroup
 }
 
+// peerConn is one authenticated connection. Frames to send go into a
+// bounded queue that one writer goroutine empties, so no sender blocks on
+// the network.
 type peerConn struct {
-	node     string
-	addr     string
-	dialed   bool
-	priority atomic.Int64
-	c        net.Conn
-	wmu      sync.Mutex
-	lastSeen atomic.Int64
-	closed   atomic.Bool
+	node       string
+	addr       string
+	dialed     bool
+	since      time.Time
+	priority   atomic.Int64
+	partitions atomic.Int64
+	c          net.Conn
+	lastSeen   atomic.Int64
+	closed     atomic.Bool
+
+	qmu    sync.Mutex
+	queued []byte        // encoded frames waiting for the writer; bound: MaxQueued
+	room   chan struct{} // closed (and replaced) whenever the writer takes the queue
+	wake   chan struct{} // cap 1: the queue has frames
+	done   chan struct{} // closed when the connection ends
+
+	framesOut, framesIn, bytesOut, bytesIn atomic.Uint64
+}
+
+func newPeerConn(node, addr string, dialed bool, c net.Conn) *peerConn {
+	return &peerConn{node: node, addr: addr, dialed: dialed, c: c, since: time.Now(),
+		room: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // NewManager validates cfg.
@@ -121,6 +180,11 @@ func NewManager(cfg ManagerConfig, h Handler) (*Manager, error) {
 
 // Refused counts handshakes refused for cluster or authentication reasons.
 func (m *Manager) Refused() uint64 { return m.refused.Load() }
+
+// Counters returns the manager's totals.
+func (m *Manager) Counters() Counters {
+	return Counters{Refused: m.refused.Load(), Overflows: m.overflows.Load(), Ups: m.ups.Load(), Downs: m.downs.Load()}
+}
 
 // Addr is the listener's address.
 func (m *Manager) Addr() string {
@@ -191,7 +255,7 @@ func (m *Manager) acceptLoop(ctx context.Context) {
 				return
 			}
 			_ = c.SetDeadline(time.Time{})
-			m.serve(ctx, &peerConn{node: p.Node, addr: c.RemoteAddr().String(), c: c})
+			m.serve(ctx, newPeerConn(p.Node, c.RemoteAddr().String(), false, c))
 		}()
 	}
 }
@@ -248,7 +312,7 @@ func (m *Manager) dial(ctx context.Context, addr string) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.serve(ctx, &peerConn{node: p.Node, addr: addr, dialed: true, c: c})
+		m.serve(ctx, newPeerConn(p.Node, addr, true, c))
 	}()
 }
 
@@ -273,13 +337,13 @@ func (m *Manager) keep(pc *peerConn) bool {
 // frames and sends heartbeats until it fails.
 func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 	defer pc.c.Close()
+	defer pc.shut()
 	m.mu.Lock()
 	if old, ok := m.conns[pc.node]; ok {
 		if !m.keep(pc) {
 			m.mu.Unlock()
 			return // the other connection of this pair wins
 		}
-		old.closed.Store(true)
 		old.c.Close()
 	}
 	if len(m.conns) >= m.cfg.MaxPeers {
@@ -290,14 +354,15 @@ func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 	m.conns[pc.node] = pc
 	m.mu.Unlock()
 	pc.lastSeen.Store(time.Now().UnixNano())
-	// The first heartbeat carries our priority.
-	if err := pc.send(TypeHeartbeat, binary.AppendVarint(nil, int64(m.cfg.Priority))); err != nil {
+	go m.writeLoop(pc)
+	// The first heartbeat says who we are: priority, partitions.
+	first := binary.AppendVarint(nil, int64(m.cfg.Priority))
+	first = binary.AppendUvarint(first, uint64(m.cfg.Partitions))
+	if err := m.enqueue(context.Background(), pc, TypeHeartbeat, first, false); err != nil {
 		_ = m.drop(pc)
 		return
 	}
-	hbDone := make(chan struct{})
-	go m.heartbeat(ctx, pc, hbDone)
-	defer close(hbDone)
+	go m.heartbeat(ctx, pc)
 	r := NewReader(pc.c)
 	up := false
 	for {
@@ -307,14 +372,17 @@ func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 			break
 		}
 		pc.lastSeen.Store(time.Now().UnixNano())
+		pc.framesIn.Add(1)
+		pc.bytesIn.Add(uint64(frameHeaderLen + len(f.Body)))
 		switch f.Type {
 		case TypeHeartbeat:
 			if !up {
-				if p, n := binary.Varint(f.Body); n > 0 {
-					pc.priority.Store(p)
-				}
+				info := parsePeerInfo(f.Body)
+				pc.priority.Store(int64(info.Priority))
+				pc.partitions.Store(int64(info.Partitions))
 				up = true
-				m.handler.PeerUp(pc.node, int(pc.priority.Load()))
+				m.ups.Add(1)
+				m.handler.PeerUp(pc.node, info)
 			}
 		default:
 			if up {
@@ -334,6 +402,7 @@ func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 		_, back := m.conns[pc.node]
 		m.mu.Unlock()
 		if !back {
+			m.downs.Add(1)
 			m.handler.PeerDown(pc.node)
 		}
 	}
@@ -350,44 +419,175 @@ func (m *Manager) drop(pc *peerConn) bool {
 	return false
 }
 
-func (m *Manager) heartbeat(ctx context.Context, pc *peerConn, done <-chan struct{}) {
+func parsePeerInfo(b []byte) PeerInfo {
+	var info PeerInfo
+	p, n := binary.Varint(b)
+	if n <= 0 {
+		return info
+	}
+	info.Priority = int(p)
+	if parts, k := binary.Uvarint(b[n:]); k > 0 && parts <= maxPartitions {
+		info.Partitions = int(parts)
+	}
+	return info
+}
+
+func (m *Manager) heartbeat(ctx context.Context, pc *peerConn) {
 	t := time.NewTicker(m.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-done:
+		case <-pc.done:
 			return
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if pc.send(TypeHeartbeat, nil) != nil {
-				pc.c.Close()
+			if m.enqueue(ctx, pc, TypeHeartbeat, nil, false) != nil {
 				return
 			}
 		}
 	}
 }
 
-func (pc *peerConn) send(t Type, body []byte) error {
-	pc.wmu.Lock()
-	defer pc.wmu.Unlock()
-	_ = pc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	_, err := pc.c.Write(AppendFrame(nil, t, body))
-	return err
+// shut ends the connection's writer and wakes waiting senders.
+func (pc *peerConn) shut() {
+	pc.qmu.Lock()
+	defer pc.qmu.Unlock()
+	if !pc.closed.Swap(true) {
+		close(pc.done)
+	}
 }
 
-// Send sends a frame to node; an error when it is not connected.
+// errPeerGone: the connection ended while a frame waited to be queued.
+var errPeerGone = errors.New("cluster: peer connection closed")
+
+// enqueue appends a frame to pc's send queue. Without wait, a full queue
+// closes the connection (the peer cannot keep up); with wait, the caller
+// waits while the queue is more than half full, leaving the rest to
+// heartbeats, election messages and deliveries.
+func (m *Manager) enqueue(ctx context.Context, pc *peerConn, t Type, body []byte, wait bool) error {
+	n := frameHeaderLen + len(body)
+	limit := m.cfg.MaxQueued
+	if wait {
+		limit /= 2
+	}
+	for {
+		pc.qmu.Lock()
+		if pc.closed.Load() {
+			pc.qmu.Unlock()
+			return errPeerGone
+		}
+		if len(pc.queued)+n <= limit || len(pc.queued) == 0 {
+			pc.queued = AppendFrame(pc.queued, t, body)
+			pc.qmu.Unlock()
+			select {
+			case pc.wake <- struct{}{}:
+			default:
+			}
+			return nil
+		}
+		room := pc.room
+		pc.qmu.Unlock()
+		if !wait {
+			m.overflows.Add(1)
+			m.cfg.Logger.Warn("peer send queue full: closing the connection", "node", pc.node, "queued_limit", m.cfg.MaxQueued)
+			pc.c.Close()
+			return fmt.Errorf("cluster: send queue of peer %s full", pc.node)
+		}
+		select {
+		case <-room:
+		case <-pc.done:
+			return errPeerGone
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// writeLoop writes queued frames until the connection ends.
+func (m *Manager) writeLoop(pc *peerConn) {
+	var spare []byte
+	for {
+		select {
+		case <-pc.wake:
+		case <-pc.done:
+			return
+		}
+		pc.qmu.Lock()
+		buf := pc.queued
+		pc.queued = spare[:0]
+		close(pc.room)
+		pc.room = make(chan struct{})
+		pc.qmu.Unlock()
+		if len(buf) == 0 {
+			spare = buf
+			continue
+		}
+		_ = pc.c.SetWriteDeadline(time.Now().Add(m.cfg.WriteTimeout))
+		if _, err := pc.c.Write(buf); err != nil {
+			pc.c.Close() // the reader ends and reports the peer down
+			return
+		}
+		pc.bytesOut.Add(uint64(len(buf)))
+		pc.framesOut.Add(uint64(countFrames(buf)))
+		spare = buf[:0]
+		if cap(spare) > 1<<20 {
+			spare = nil // a burst grew the buffer: let it go
+		}
+	}
+}
+
+// countFrames counts the frames in a buffer of whole encoded frames.
+func countFrames(b []byte) int {
+	n := 0
+	for len(b) >= frameHeaderLen {
+		l := int(binary.BigEndian.Uint32(b[5:9]))
+		b = b[min(len(b), frameHeaderLen+l):]
+		n++
+	}
+	return n
+}
+
+// Send queues a frame for node without waiting: an error when the node is
+// not connected, or when its send queue is full (the connection is then
+// closed, so the peer goes down and comes back with a clean state).
 func (m *Manager) Send(node string, t Type, body []byte) error {
+	pc, err := m.conn(node, t)
+	if err != nil {
+		return err
+	}
+	return m.enqueue(context.Background(), pc, t, body, false)
+}
+
+// SendWait queues a frame for node, waiting while its send queue is more
+// than half full (for bulk answers such as FETCHED, so they slow down
+// rather than overflow).
+func (m *Manager) SendWait(ctx context.Context, node string, t Type, body []byte) error {
+	pc, err := m.conn(node, t)
+	if err != nil {
+		return err
+	}
+	return m.enqueue(ctx, pc, t, body, true)
+}
+
+func (m *Manager) conn(node string, t Type) (*peerConn, error) {
 	if t == TypeHeartbeat || t <= TypeRefused {
-		return fmt.Errorf("cluster: frame type %d is the manager's own", t)
+		return nil, fmt.Errorf("cluster: frame type %d is the manager's own", t)
 	}
 	m.mu.Lock()
 	pc := m.conns[node]
 	m.mu.Unlock()
 	if pc == nil {
-		return fmt.Errorf("cluster: peer %s not connected", node)
+		return nil, fmt.Errorf("cluster: peer %s not connected", node)
 	}
-	return pc.send(t, body)
+	return pc, nil
+}
+
+// Connected reports whether node has an established connection.
+func (m *Manager) Connected(node string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.conns[node] != nil
 }
 
 // Peers lists the connected peers, sorted by node ID.
@@ -396,8 +596,13 @@ func (m *Manager) Peers() []PeerStatus {
 	defer m.mu.Unlock()
 	out := make([]PeerStatus, 0, len(m.conns))
 	for _, pc := range m.conns {
+		pc.qmu.Lock()
+		queued := len(pc.queued)
+		pc.qmu.Unlock()
 		out = append(out, PeerStatus{Node: pc.node, Addr: pc.addr, Priority: int(pc.priority.Load()),
-			LastSeen: time.Unix(0, pc.lastSeen.Load()), Dialed: pc.dialed})
+			Partitions: int(pc.partitions.Load()), LastSeen: time.Unix(0, pc.lastSeen.Load()), Since: pc.since,
+			Dialed: pc.dialed, QueuedBytes: queued, FramesOut: pc.framesOut.Load(), FramesIn: pc.framesIn.Load(),
+			BytesOut: pc.bytesOut.Load(), BytesIn: pc.bytesIn.Load()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	return out

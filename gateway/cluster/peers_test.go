@@ -21,7 +21,11 @@ type recorder struct {
 
 func newRecorder() *recorder { return &recorder{up: map[string]int{}, downs: map[string]int{}} }
 
-func (r *recorder) PeerUp(node string, prio int) { r.mu.Lock(); r.up[node] = prio; r.mu.Unlock() }
+func (r *recorder) PeerUp(node string, info PeerInfo) {
+	r.mu.Lock()
+	r.up[node] = info.Priority
+	r.mu.Unlock()
+}
 func (r *recorder) PeerDown(node string) {
 	r.mu.Lock()
 	delete(r.up, node)

@@ -39,29 +39,42 @@ func (f *fetcher) run(ctx context.Context) {
 func (f *fetcher) serve(ctx context.Context, req queue.Fetch) (fetchResult, bool) {
 	backoff := 100 * time.Millisecond
 	for {
+		b, err := readWhenDurable(ctx, f.log, f.partition, req.From, req.MaxMsgs, req.MaxBytes)
+		if ctx.Err() != nil {
+			return fetchResult{}, false
+		}
+		if err == nil {
+			return fetchResult{partition: f.partition, msgs: toMsgs(f.partition, b.Entries), next: b.Next}, true
+		}
+		f.logger.Error("read partition", "partition", f.partition, "from", req.From, "err", err)
+		select {
+		case <-time.After(backoff):
+			backoff = min(2*backoff, 5*time.Second)
+		case <-ctx.Done():
+			return fetchResult{}, false
+		}
+	}
+}
+
+// readWhenDurable reads partition p from offset from on once there is
+// something new there: a durable record at from or after, or retention
+// having removed from. It waits on the log's notification (no polling) until
+// ctx ends, and then returns an empty batch.
+func readWhenDurable(ctx context.Context, l *wal.Log, p int, from uint64, maxMsgs, maxBytes int) (wal.Batch, error) {
+	for {
 		// Take the notification channel before looking, so an append in
 		// between is not missed.
-		wake := f.log.Notify(f.partition)
-		if f.log.Durable(f.partition) >= req.From || f.log.First(f.partition) > req.From {
-			b, err := f.log.Read(f.partition, req.From, req.MaxMsgs, req.MaxBytes)
-			if err != nil {
-				f.logger.Error("read partition", "partition", f.partition, "from", req.From, "err", err)
-				select {
-				case <-time.After(backoff):
-					backoff = min(2*backoff, 5*time.Second)
-					continue
-				case <-ctx.Done():
-					return fetchResult{}, false
-				}
-			}
-			if b.Next > req.From {
-				return fetchResult{partition: f.partition, msgs: toMsgs(f.partition, b.Entries), next: b.Next}, true
+		wake := l.Notify(p)
+		if l.Durable(p) >= from || l.First(p) > from {
+			b, err := l.Read(p, from, maxMsgs, maxBytes)
+			if err != nil || b.Next > from {
+				return b, err
 			}
 		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return fetchResult{}, false
+			return wal.Batch{Next: from}, nil
 		}
 	}
 }

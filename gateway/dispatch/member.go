@@ -55,16 +55,20 @@ type deliveryBuilder struct {
 	d       Delivery
 }
 
-// build fills b.d for rec at (partition, offset). reply may be empty.
-// deliveries 0 leaves out Edgeq-Deliveries (live tail).
-func (b *deliveryBuilder) build(rec *wal.Record, partition int, offset uint64, deliveries int, extra []wal.Header) *Delivery {
+// build fills b.d for rec at (partition, offset) of node's log (b.node when
+// empty). b.reply may be empty. deliveries 0 leaves out Edgeq-Deliveries
+// (live tail).
+func (b *deliveryBuilder) build(rec *wal.Record, node string, partition int, offset uint64, deliveries int, extra []wal.Header) *Delivery {
+	if node == "" {
+		node = b.node
+	}
 	b.subject = append(append(append(b.subject[:0], b.prefix...), '.'), rec.Device...)
 	h := b.header[:0]
 	h, _ = natsproto.AppendHeaderStart(h, 0, "")
 	h = appendField(h, HeaderDevice, rec.Device)
 	h, _ = natsproto.AppendHeaderInt(h, HeaderSeq, int64(rec.Seq))
 	h, _ = natsproto.AppendHeaderInt(h, HeaderTime, rec.Time)
-	h = appendField(h, HeaderNode, b.node)
+	h = appendField(h, HeaderNode, node)
 	h, _ = natsproto.AppendHeaderInt(h, HeaderPartition, int64(partition))
 	h, _ = natsproto.AppendHeaderInt(h, HeaderOffset, int64(offset))
 	if deliveries > 0 {

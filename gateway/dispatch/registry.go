@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -16,9 +17,10 @@ import (
 
 // Errors of the registry.
 var (
-	ErrTooManyGroups = errors.New("dispatch: too many queue groups")
-	ErrGroupStopped  = errors.New("dispatch: queue group stopped")
-	ErrUnknownGroup  = errors.New("dispatch: unknown queue group")
+	ErrTooManyGroups  = errors.New("dispatch: too many queue groups")
+	ErrGroupStopped   = errors.New("dispatch: queue group stopped")
+	ErrUnknownGroup   = errors.New("dispatch: unknown queue group")
+	ErrTooManyMembers = errors.New("dispatch: too many members")
 )
 
 // GroupKey names a queue group: a subject filter and a queue name.
@@ -49,9 +51,16 @@ type Config struct {
 	// offsets this long, then is removed (default 24h).
 	GroupTTL  time.Duration
 	MaxGroups int
-	// OnGroup, when set, learns of every group started (declared or created
-	// by a subscribe); it runs on its own goroutine.
+	// OnGroup, when set, learns of every group started (declared, created
+	// by a subscribe, or learnt from a peer); it runs on its own goroutine.
 	OnGroup func(GroupKey)
+	// Peers makes the registry a node of a cluster (see cluster.go): a
+	// group is delivered only where Lead was called, from every node's
+	// partitions. Nil: a standalone node that delivers every group itself.
+	Peers Peers
+	// MaxPeers bounds the other nodes whose partitions and members are
+	// tracked (default 64).
+	MaxPeers int
 }
 
 // LatencyBounds are the upper bounds of the ingest→delivery histogram.
@@ -65,8 +74,59 @@ var LatencyBounds = []time.Duration{
 type GroupStats struct {
 	Key      GroupKey
 	Declared bool
-	Core     queue.Stats
-	Latency  hist.Snapshot // ingest→delivery of first deliveries
+	// Leading: this node runs the group's delivery (always on a standalone
+	// node); Core and Latency are only filled while it does.
+	Leading bool
+	Core    queue.Stats
+	Latency hist.Snapshot // ingest→delivery of first deliveries
+	// Partitions names the partitions of Core.Partitions by node.
+	Partitions map[int]PartitionRef
+	// Members counts the group's members by node, this node's included.
+	Members map[string]int
+	// Forwards counts deliveries forwarded to members on other nodes.
+	Forwards uint64
+}
+
+// PartitionRef names a partition of some node's log.
+type PartitionRef struct {
+	Node      string
+	Partition int
+	// Durable is the owner's durable offset as last heard (remote partitions).
+	Durable uint64
+}
+
+// group is one queue group as this node knows it: its members here and on
+// other nodes, and the runner while this node delivers it.
+type group struct {
+	cfg       GroupConfig
+	consumer  string
+	local     map[queue.MemberID]*localMember   // bound: queue.Config.MaxMembers
+	remote    map[string]map[queue.MemberID]int // node -> member -> credit; bound: MaxPeers × MaxMembers
+	fwd       [2]forwarder                      // the latest leaders that forwarded here
+	run       *runner                           // nil unless delivering here
+	leading   bool                              // Lead without StepDown (cluster) or always (standalone)
+	lastEmpty time.Time                         // when the group last had no member anywhere; zero while it has
+	learnt    bool                              // created because a peer spoke of it
+}
+
+type localMember struct {
+	m      Member
+	credit int
+}
+
+// forwarder is a leader that forwarded deliveries to this node's members:
+// acknowledgements with its group instance ID go back to it.
+type forwarder struct {
+	gid  int
+	node string
+}
+
+func (g *group) members() int {
+	n := len(g.local)
+	for _, ms := range g.remote {
+		n += len(ms)
+	}
+	return n
 }
 
 // Registry owns the node's queue groups.
@@ -75,18 +135,28 @@ type Registry struct {
 	log     *wal.Log
 	logger  *slog.Logger
 	publish func(subject string, header, payload []byte)
+	// memberTag prefixes this node's member IDs in a cluster, so they are
+	// unique cluster-wide and across restarts: "<node>/<boot>/".
+	memberTag string
 
-	mu     sync.Mutex
-	groups map[GroupKey]*runner // bound: cfg.MaxGroups
-	byID   map[int]*runner
-	nextID int
-	closed bool
+	mu      sync.Mutex
+	groups  map[GroupKey]*group       // bound: cfg.MaxGroups
+	byID    map[int]*runner           // running groups by instance ID
+	members map[queue.MemberID]*group // this node's members; bound: groups × MaxMembers
+	nextID  int
+	closed  bool
+	nodes   nodeTable
 
 	counters struct {
 		refusedDeliveries atomic.Uint64
 		badAcks           atomic.Uint64
 		staleAcks         atomic.Uint64
 		removedGroups     atomic.Uint64
+		forwardsIn        atomic.Uint64
+		forwardsRefused   atomic.Uint64
+		acksRelayed       atomic.Uint64
+		remoteCommits     atomic.Uint64
+		remoteCommitFails atomic.Uint64
 	}
 }
 
@@ -96,125 +166,291 @@ func NewRegistry(cfg Config, l *wal.Log, publish func(subject string, header, pa
 	if cfg.MaxGroups <= 0 {
 		cfg.MaxGroups = 64
 	}
-	return &Registry{
-		cfg: cfg, log: l, publish: publish, logger: logger.With("component", "dispatch"),
-		groups: map[GroupKey]*runner{}, byID: map[int]*runner{},
+	if cfg.MaxPeers <= 0 {
+		cfg.MaxPeers = 64
 	}
+	r := &Registry{
+		cfg: cfg, log: l, publish: publish, logger: logger.With("component", "dispatch"),
+		groups: map[GroupKey]*group{}, byID: map[int]*runner{}, members: map[queue.MemberID]*group{},
+		// Instance IDs start at random, so an acknowledgement meant for an
+		// earlier leader (another node, or this one before a restart) does
+		// not name a running group here.
+		nextID: rand.IntN(1 << 30),
+	}
+	r.nodes.init(cfg.Node, l.NumPartitions())
+	if cfg.Peers != nil {
+		r.memberTag = fmt.Sprintf("%s/%04x/", cfg.Node, rand.Uint32()&0xffff)
+	}
+	return r
 }
+
+func (r *Registry) clustered() bool { return r.cfg.Peers != nil }
 
 // Declare creates a declared group (from the configuration).
 func (r *Registry) Declare(gc GroupConfig) error {
 	gc.Declared = true
-	_, err := r.group(gc)
+	r.mu.Lock()
+	_, created, err := r.ensureGroup(gc)
+	r.mu.Unlock()
+	if created {
+		r.groupCreated(gc.Key)
+	}
 	return err
 }
 
-// group returns the running group of gc.Key, starting it if needed.
-func (r *Registry) group(gc GroupConfig) (*runner, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// ensureGroup returns the group of gc.Key, creating it if needed: its start
+// in every local partition is recorded, and on a standalone node its runner
+// starts. The caller holds mu and, when created is true, calls groupCreated
+// after releasing it.
+func (r *Registry) ensureGroup(gc GroupConfig) (*group, bool, error) {
 	if r.closed {
-		return nil, ErrGroupStopped
+		return nil, false, ErrGroupStopped
 	}
 	if g, ok := r.groups[gc.Key]; ok {
-		return g, nil
+		if gc.Declared && !g.cfg.Declared {
+			g.cfg.Declared = true
+		}
+		return g, false, nil
 	}
 	if len(r.groups) >= r.cfg.MaxGroups {
-		return nil, fmt.Errorf("%w (max %d)", ErrTooManyGroups, r.cfg.MaxGroups)
+		return nil, false, fmt.Errorf("%w (max %d)", ErrTooManyGroups, r.cfg.MaxGroups)
 	}
 	match, err := newDeviceMatcher(gc.Key.Filter, r.cfg.TelemetryPrefix)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	cc := gc.Core
-	cc.Filter = func(m *queue.Msg) bool { return match.match(m.Device) }
-	consumer := gc.Key.consumerName()
-	// Resume from committed offsets where the group has them. A new group
-	// records where it starts before it delivers anything, so that a crash
-	// right after its creation resumes there instead of starting anew
-	// (which, for deliver: new, would skip what arrived meanwhile).
-	start := make(map[int]uint64, r.log.NumPartitions())
-	known := r.log.Offsets().Has(consumer)
+	gc.Core.Filter = func(m *queue.Msg) bool { return match.match(m.Device) }
+	if err := gc.Core.Validate(); err != nil {
+		return nil, false, err
+	}
+	g := &group{cfg: gc, consumer: gc.Key.consumerName(), local: map[queue.MemberID]*localMember{},
+		remote: map[string]map[queue.MemberID]int{}, lastEmpty: time.Now()}
+	known, err := r.recordStart(g)
+	if err != nil {
+		return nil, false, err
+	}
+	r.groups[gc.Key] = g
+	r.logger.Info("queue group started", "group", gc.Key.String(), "declared", gc.Declared, "resumed", known)
+	if !r.clustered() {
+		g.leading = true
+		r.startRunner(g)
+	}
+	return g, true, nil
+}
+
+// recordStart makes sure the group has a committed position in every local
+// partition, and records a new group's start durably before anything is
+// delivered, so that a crash right after its creation resumes there instead
+// of starting anew (which, for deliver: new, would skip what arrived
+// meanwhile). It reports whether the group had positions already.
+func (r *Registry) recordStart(g *group) (bool, error) {
+	known := r.log.Offsets().Has(g.consumer)
 	for p := 0; p < r.log.NumPartitions(); p++ {
-		off, ok := r.log.Offsets().Get(consumer, p)
-		if !ok {
-			off = r.log.First(p) - 1 // deliver: all, or a partition the group never committed
-			if !known && gc.Core.Deliver == queue.DeliverNew {
-				off = r.log.Durable(p)
-			}
-			if err := r.log.Offsets().Commit(consumer, p, off); err != nil {
-				return nil, err
-			}
+		if _, ok := r.log.Offsets().Get(g.consumer, p); ok {
+			continue
 		}
-		start[p] = off + 1
+		off := r.log.First(p) - 1 // deliver: all, or a partition the group never committed
+		if !known && g.cfg.Core.Deliver == queue.DeliverNew {
+			off = r.log.Durable(p)
+		}
+		if err := r.log.Offsets().Commit(g.consumer, p, off); err != nil {
+			return known, err
+		}
 	}
 	if !known {
 		if err := r.log.Offsets().Flush(); err != nil {
-			return nil, fmt.Errorf("dispatch: record start of group %s: %w", gc.Key, err)
+			return known, fmt.Errorf("dispatch: record start of group %s: %w", g.cfg.Key, err)
 		}
 	}
-	core, err := queue.New(cc, start, newRand())
+	return known, nil
+}
+
+// groupCreated tells the node and the cluster of a new group.
+func (r *Registry) groupCreated(key GroupKey) {
+	if r.cfg.OnGroup != nil {
+		go r.cfg.OnGroup(key)
+	}
+	if r.clustered() {
+		r.cfg.Peers.MembersChanged(key)
+	}
+}
+
+// startRunner starts delivering g from this node. Called with mu held.
+func (r *Registry) startRunner(g *group) {
+	start := make(map[int]uint64, r.log.NumPartitions())
+	for p := 0; p < r.log.NumPartitions(); p++ {
+		off, _ := r.log.Offsets().Get(g.consumer, p)
+		start[p] = off + 1
+	}
+	core, err := queue.New(g.cfg.Core, start, newRand())
 	if err != nil {
-		return nil, err
+		r.logger.Error("queue group cannot start", "group", g.cfg.Key.String(), "err", err)
+		return
 	}
 	r.nextID++
-	g := &runner{
-		key: gc.Key, gid: r.nextID, consumer: consumer, core: core, log: r.log, reg: r,
-		logger:   r.logger.With("group", gc.Key.String()),
-		events:   make(chan event, eventQueue),
-		results:  make(chan fetchResult, 2*r.log.NumPartitions()+1),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
-		members:  map[queue.MemberID]Member{},
-		fetchers: map[int]*fetcher{},
-		declared: gc.Declared,
-		latency:  hist.New(LatencyBounds),
-		builder:  deliveryBuilder{node: r.cfg.Node, prefix: r.cfg.TelemetryPrefix},
+	run := &runner{
+		key: g.cfg.Key, gid: r.nextID, consumer: g.consumer, core: core, log: r.log, reg: r, grp: g,
+		logger:     r.logger.With("group", g.cfg.Key.String()),
+		events:     make(chan event, eventQueue),
+		results:    make(chan fetchResult, 2*r.log.NumPartitions()+1),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		members:    map[queue.MemberID]Member{},
+		fetchers:   map[int]*fetcher{},
+		remotes:    map[int]*remoteFetcher{},
+		attached:   map[string]bool{},
+		pending:    map[int]uint64{},
+		committing: map[string]bool{},
+		durable:    map[int]uint64{},
+		latency:    hist.New(LatencyBounds),
+		builder:    deliveryBuilder{node: r.cfg.Node, prefix: r.cfg.TelemetryPrefix},
 	}
-	g.lastEmpty.Store(time.Now().UnixNano())
-	g.snapshotStats()
-	r.groups[gc.Key] = g
-	r.byID[g.gid] = g
-	go g.run()
-	if r.cfg.OnGroup != nil {
-		go r.cfg.OnGroup(gc.Key)
+	// The members known now; later changes come as events.
+	for id, lm := range g.local {
+		if core.AddMember(id, lm.credit, time.Now()) == nil {
+			run.members[id] = lm.m
+		}
 	}
-	r.logger.Info("queue group started", "group", gc.Key.String(), "declared", gc.Declared, "resumed", known)
-	return g, nil
+	for node, ms := range g.remote {
+		for id, credit := range ms {
+			if core.AddMember(id, credit, time.Now()) == nil {
+				run.members[id] = r.remoteMember(node, g.cfg.Key, id)
+			}
+		}
+	}
+	run.snapshotStats()
+	g.run = run
+	r.byID[run.gid] = run
+	var peers []string
+	if r.clustered() {
+		peers = r.nodes.upNodes()
+	}
+	go run.run(peers)
+	r.logger.Info("delivering queue group", "group", g.cfg.Key.String(), "instance", run.gid, "members", len(run.members))
+}
+
+// runnerStopped is called by a runner's goroutine when it ends.
+func (r *Registry) runnerStopped(run *runner) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.byID, run.gid)
+	g := run.grp
+	if g.run != run {
+		return
+	}
+	g.run = nil
+	if g.leading && !r.closed && r.groups[g.cfg.Key] == g {
+		// Led again while the previous runner stopped.
+		r.startRunner(g)
+	}
+}
+
+// memberID is the ID a member of this node has in its groups.
+func (r *Registry) memberID(id queue.MemberID) queue.MemberID {
+	if r.memberTag == "" {
+		return id
+	}
+	return queue.MemberID(r.memberTag + string(id))
 }
 
 // Join adds member id to the group (filter, queue), creating the group with
 // the defaults if it does not exist. credit < 0 takes the group's max_in_flight.
 func (r *Registry) Join(key GroupKey, id queue.MemberID, m Member, credit int) error {
-	g, err := r.group(GroupConfig{Key: key, Core: r.cfg.Defaults})
+	gid := r.memberID(id)
+	r.mu.Lock()
+	g, created, err := r.ensureGroup(GroupConfig{Key: key, Core: r.cfg.Defaults})
 	if err != nil {
+		r.mu.Unlock()
 		return err
 	}
 	if credit < 0 {
-		credit = queue.DefaultCredit
+		credit = g.cfg.Core.MaxInFlight
 	}
-	return g.send(event{kind: evJoin, member: id, m: m, credit: credit, done: make(chan error, 1)})
+	if _, dup := g.local[gid]; !dup && len(g.local) >= g.cfg.Core.MaxMembers {
+		r.mu.Unlock()
+		return fmt.Errorf("dispatch: join %s: %w (max %d)", key, ErrTooManyMembers, g.cfg.Core.MaxMembers)
+	}
+	g.local[gid] = &localMember{m: m, credit: credit}
+	g.lastEmpty = time.Time{}
+	r.members[gid] = g
+	run := g.run
+	r.mu.Unlock()
+	if created {
+		r.groupCreated(key)
+	}
+	if r.clustered() {
+		r.cfg.Peers.MembersChanged(key)
+	}
+	if run == nil {
+		return nil
+	}
+	err = run.send(event{kind: evJoin, member: gid, m: m, credit: credit, done: make(chan error, 1)})
+	if errors.Is(err, ErrGroupStopped) {
+		return nil // a new runner takes the member from the table
+	}
+	return err
 }
 
 // Leave removes member id; its in-flight messages go to other members.
 func (r *Registry) Leave(key GroupKey, id queue.MemberID) {
-	if g := r.lookup(key); g != nil {
-		_ = g.send(event{kind: evLeave, member: id, done: make(chan error, 1)})
+	gid := r.memberID(id)
+	r.mu.Lock()
+	g := r.groups[key]
+	if g == nil || g.local[gid] == nil {
+		r.mu.Unlock()
+		return
+	}
+	delete(g.local, gid)
+	delete(r.members, gid)
+	if g.members() == 0 {
+		g.lastEmpty = time.Now()
+	}
+	run := g.run
+	r.mu.Unlock()
+	if r.clustered() {
+		r.cfg.Peers.MembersChanged(key)
+	}
+	if run != nil {
+		_ = run.send(event{kind: evLeave, member: gid, done: make(chan error, 1)})
 	}
 }
 
 // SetCredit changes a member's credit ($EQ.RDY).
 func (r *Registry) SetCredit(key GroupKey, id queue.MemberID, credit int) error {
-	g := r.lookup(key)
-	if g == nil {
+	if credit < 0 {
+		return fmt.Errorf("dispatch: set credit: %w, got %d", queue.ErrBadCredit, credit)
+	}
+	gid := r.memberID(id)
+	r.mu.Lock()
+	g := r.groups[key]
+	if g == nil || g.local[gid] == nil {
+		r.mu.Unlock()
 		return ErrUnknownGroup
 	}
-	return g.send(event{kind: evCredit, member: id, credit: credit, done: make(chan error, 1)})
+	g.local[gid].credit = credit
+	run := g.run
+	r.mu.Unlock()
+	if r.clustered() {
+		r.cfg.Peers.MembersChanged(key)
+	}
+	if run == nil {
+		return nil
+	}
+	err := run.send(event{kind: evCredit, member: gid, credit: credit, done: make(chan error, 1)})
+	if errors.Is(err, ErrGroupStopped) {
+		return nil
+	}
+	return err
 }
 
 // Ack handles a publish on an ack subject. It does not wait for the group:
-// an acknowledgement that turns out stale is counted there.
+// an acknowledgement that turns out stale is counted there. In a cluster, an
+// acknowledgement of a delivery another node made is relayed to it.
 func (r *Registry) Ack(subject string, payload []byte) error {
+	return r.ack(subject, payload, true)
+}
+
+func (r *Registry) ack(subject string, payload []byte, relay bool) error {
 	tok, err := parseAckSubject(subject)
 	if err != nil {
 		r.counters.badAcks.Add(1)
@@ -226,91 +462,119 @@ func (r *Registry) Ack(subject string, payload []byte) error {
 		return err
 	}
 	r.mu.Lock()
-	g := r.byID[tok.gid]
-	r.mu.Unlock()
-	if g == nil {
-		r.counters.staleAcks.Add(1)
-		return fmt.Errorf("%w: group %d", ErrUnknownGroup, tok.gid)
+	run := r.byID[tok.gid]
+	to := ""
+	if run == nil && relay && r.clustered() {
+		if g := r.members[queue.MemberID(tok.member)]; g != nil {
+			for _, f := range g.fwd {
+				if f.gid == tok.gid && f.node != "" {
+					to = f.node
+				}
+			}
+		}
 	}
-	return g.send(event{kind: evAck, tok: tok, ack: kind, delay: delay})
-}
-
-func (r *Registry) lookup(key GroupKey) *runner {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.groups[key]
+	r.mu.Unlock()
+	if run != nil {
+		return run.send(event{kind: evAck, tok: tok, ack: kind, delay: delay})
+	}
+	if to != "" && r.cfg.Peers.RelayAck(to, subject, payload) {
+		r.counters.acksRelayed.Add(1)
+		return nil
+	}
+	r.counters.staleAcks.Add(1)
+	return fmt.Errorf("%w: group %d", ErrUnknownGroup, tok.gid)
 }
 
 // Expire removes undeclared groups that have had no members for GroupTTL:
-// they stop, and their offsets no longer hold back retention. The node calls
-// it periodically.
+// they stop, and their offsets no longer hold back retention. In a cluster,
+// members on other nodes count, and a group this node leads stays. The node
+// calls it periodically.
 func (r *Registry) Expire(now time.Time) {
 	r.mu.Lock()
-	var expired []*runner
+	var expired []*group
 	for key, g := range r.groups {
-		empty := g.lastEmpty.Load()
-		if g.declared || empty == 0 || now.Sub(time.Unix(0, empty)) < r.cfg.GroupTTL {
+		if g.cfg.Declared || g.lastEmpty.IsZero() || g.members() > 0 || now.Sub(g.lastEmpty) < r.cfg.GroupTTL {
+			continue
+		}
+		if r.clustered() && g.leading {
 			continue
 		}
 		expired = append(expired, g)
 		delete(r.groups, key)
-		delete(r.byID, g.gid)
+		g.leading = false
 	}
 	r.mu.Unlock()
 	for _, g := range expired {
-		close(g.stop)
-		<-g.done
+		if run := g.run; run != nil {
+			close(run.stop)
+			<-run.done
+		}
 		r.log.Offsets().Remove(g.consumer)
 		if err := r.log.Offsets().Flush(); err != nil {
 			r.logger.Error("flush offsets", "err", err)
 		}
 		r.counters.removedGroups.Add(1)
-		r.logger.Info("queue group removed after group_ttl without members", "group", g.key.String())
+		r.logger.Info("queue group removed after group_ttl without members", "group", g.cfg.Key.String())
 	}
 }
 
-// Drain hands every group over: stop reading, wait for in-flight messages
-// until deadline, commit and stop. Used on shutdown (and, later, on leader
-// change). No group accepts members afterwards.
+// Drain hands every running group over: stop reading, wait for in-flight
+// messages until deadline, commit and stop. Used on shutdown. No group
+// accepts members afterwards.
 func (r *Registry) Drain(deadline time.Time) {
 	r.mu.Lock()
 	r.closed = true
-	groups := make([]*runner, 0, len(r.groups))
+	runs := make([]*runner, 0, len(r.byID))
 	for _, g := range r.groups {
-		groups = append(groups, g)
+		g.leading = false
+		if g.run != nil {
+			runs = append(runs, g.run)
+		}
 	}
 	r.mu.Unlock()
-	for _, g := range groups {
-		if err := g.send(event{kind: evDrain, drainUntil: deadline, done: make(chan error, 1)}); err != nil {
-			r.logger.Warn("drain", "group", g.key.String(), "err", err)
+	for _, run := range runs {
+		if err := run.send(event{kind: evDrain, drainUntil: deadline, done: make(chan error, 1)}); err != nil && !errors.Is(err, ErrGroupStopped) {
+			r.logger.Warn("drain", "group", run.key.String(), "err", err)
 		}
 	}
-	for _, g := range groups {
-		select {
-		case <-g.done:
-		case <-time.After(time.Until(deadline) + time.Second):
-			// The core emits Drained at its deadline; this only guards a
-			// group stuck on a full event queue.
-			close(g.stop)
-			<-g.done
-		}
+	for _, run := range runs {
+		run.waitStopped(deadline)
 	}
 }
 
-// Stats returns a snapshot of every group, sorted by key (refreshed about once
-// a second by each group's goroutine).
+// Stats returns a snapshot of every group, sorted by key (the core's part is
+// refreshed about once a second by each running group's goroutine).
 func (r *Registry) Stats() []GroupStats {
 	r.mu.Lock()
-	groups := make([]*runner, 0, len(r.groups))
+	out := make([]GroupStats, 0, len(r.groups))
+	var runs []*runner
+	var idx []int
 	for _, g := range r.groups {
-		groups = append(groups, g)
+		gs := GroupStats{Key: g.cfg.Key, Declared: g.cfg.Declared, Members: map[string]int{}}
+		if len(g.local) > 0 || !r.clustered() {
+			gs.Members[r.cfg.Node] = len(g.local)
+		}
+		for node, ms := range g.remote {
+			if len(ms) > 0 {
+				gs.Members[node] = len(ms)
+			}
+		}
+		if g.run != nil {
+			runs = append(runs, g.run)
+			idx = append(idx, len(out))
+		}
+		out = append(out, gs)
 	}
 	r.mu.Unlock()
-	out := make([]GroupStats, 0, len(groups))
-	for _, g := range groups {
-		g.statsMu.Lock()
-		out = append(out, g.stats)
-		g.statsMu.Unlock()
+	for i, run := range runs {
+		gs := &out[idx[i]]
+		run.statsMu.Lock()
+		gs.Leading = true
+		gs.Core = run.stats.Core
+		gs.Latency = run.stats.Latency
+		gs.Partitions = run.stats.Partitions
+		gs.Forwards = run.stats.Forwards
+		run.statsMu.Unlock()
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key.String() < out[j].Key.String() })
 	return out
@@ -319,14 +583,23 @@ func (r *Registry) Stats() []GroupStats {
 // Counters are registry-wide counts.
 type Counters struct {
 	RefusedDeliveries, BadAcks, StaleAcks, RemovedGroups uint64
+	// Cluster: deliveries forwarded here by other nodes' leaders (and those
+	// this node's members could not take), acknowledgements relayed to
+	// leaders, commits stored at other nodes (and those that failed).
+	ForwardsIn, ForwardsRefused, AcksRelayed, RemoteCommits, RemoteCommitFailures uint64
 }
 
 // Counters returns registry-wide counts.
 func (r *Registry) Counters() Counters {
 	return Counters{
-		RefusedDeliveries: r.counters.refusedDeliveries.Load(),
-		BadAcks:           r.counters.badAcks.Load(),
-		StaleAcks:         r.counters.staleAcks.Load(),
-		RemovedGroups:     r.counters.removedGroups.Load(),
+		RefusedDeliveries:    r.counters.refusedDeliveries.Load(),
+		BadAcks:              r.counters.badAcks.Load(),
+		StaleAcks:            r.counters.staleAcks.Load(),
+		RemovedGroups:        r.counters.removedGroups.Load(),
+		ForwardsIn:           r.counters.forwardsIn.Load(),
+		ForwardsRefused:      r.counters.forwardsRefused.Load(),
+		AcksRelayed:          r.counters.acksRelayed.Load(),
+		RemoteCommits:        r.counters.remoteCommits.Load(),
+		RemoteCommitFailures: r.counters.remoteCommitFails.Load(),
 	}
 }

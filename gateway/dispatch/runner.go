@@ -2,10 +2,10 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"edgeq/gateway/queue"
@@ -22,8 +22,12 @@ type event struct {
 	tok        ackToken
 	ack        AckKind
 	delay      time.Duration
-	done       chan error // join/leave/credit answer; nil for acks
+	done       chan error // answer for the sender; nil: nobody waits
 	drainUntil time.Time
+	node       string            // evPeerUp, evAttach, evCommitDone
+	starts     []uint64          // evAttach: next offset per partition of node
+	offsets    []PartitionOffset // evCommitDone
+	err        error             // evCommitDone
 }
 
 type eventKind uint8
@@ -34,6 +38,9 @@ const (
 	evCredit
 	evAck
 	evDrain
+	evPeerUp     // a peer is reachable: read its partitions
+	evAttach     // a peer's start positions arrived
+	evCommitDone // a commit at a peer finished
 )
 
 // fetchResult answers one queue.Fetch.
@@ -41,9 +48,11 @@ type fetchResult struct {
 	partition int
 	msgs      []queue.Msg
 	next      uint64
+	durable   uint64 // remote partitions: the owner's durable offset
 }
 
-// runner owns one queue group's core and is its only goroutine.
+// runner owns one queue group's core while this node delivers the group, and
+// is its only goroutine.
 type runner struct {
 	key      GroupKey
 	gid      int
@@ -52,30 +61,51 @@ type runner struct {
 	log      *wal.Log
 	logger   *slog.Logger
 	reg      *Registry
+	grp      *group
 
-	events  chan event // bounded; senders block when full (backpressure on acks)
-	results chan fetchResult
-	stop    chan struct{}
-	done    chan struct{}
+	events   chan event // bounded; senders block when full (backpressure on acks)
+	results  chan fetchResult
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
 
 	members  map[queue.MemberID]Member // bound: queue.Config.MaxMembers
 	fetchers map[int]*fetcher
+	remotes  map[int]*remoteFetcher // by partition ID; bound: queue.Config.MaxPartitions
 
-	builder   deliveryBuilder
-	rec       wal.Record
-	declared  bool
-	lastEmpty atomic.Int64 // unix ns when the last member left; 0 while members exist
+	// Cluster: peers whose partitions are in the core or being positioned,
+	// commits of remote partitions not yet sent (by partition ID), peers
+	// with a commit on its way, owners' durable offsets as last heard.
+	attached   map[string]bool // bound: MaxPeers
+	pending    map[int]uint64
+	committing map[string]bool
+	durable    map[int]uint64
+
+	builder  deliveryBuilder
+	rec      wal.Record
+	forwards uint64
 
 	statsMu sync.Mutex
-	stats   GroupStats
+	stats   runnerStats
 
 	latency *hist.Histogram
-	dirty   bool // commits since the last offset flush
+	dirty   bool // local commits since the last offset flush
+}
+
+type runnerStats struct {
+	Core       queue.Stats
+	Latency    hist.Snapshot
+	Partitions map[int]PartitionRef
+	Forwards   uint64
 }
 
 const eventQueue = 4096
 
-func (r *runner) run() {
+// remoteCommitTimeout bounds one commit round trip to a peer.
+const remoteCommitTimeout = 5 * time.Second
+
+func (r *runner) run(peers []string) {
+	defer r.reg.runnerStopped(r)
 	defer close(r.done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -83,6 +113,9 @@ func (r *runner) run() {
 	defer flush.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	for _, node := range peers {
+		r.attach(ctx, node)
+	}
 	r.apply(ctx)
 	for {
 		if at, ok := r.core.NextDeadline(); ok {
@@ -92,18 +125,21 @@ func (r *runner) run() {
 		}
 		select {
 		case ev := <-r.events:
-			r.handle(ev, time.Now())
+			r.handle(ctx, ev, time.Now())
 			// Take what else is queued before acting: one Ready per batch.
 			for i := 0; i < 256; i++ {
 				select {
 				case ev := <-r.events:
-					r.handle(ev, time.Now())
+					r.handle(ctx, ev, time.Now())
 					continue
 				default:
 				}
 				break
 			}
 		case res := <-r.results:
+			if res.durable > 0 {
+				r.durable[res.partition] = res.durable
+			}
 			if err := r.core.Fetched(res.partition, res.msgs, res.next, time.Now()); err != nil {
 				r.logger.Error("fetch answer refused", "partition", res.partition, "err", err)
 			}
@@ -111,6 +147,7 @@ func (r *runner) run() {
 			_ = r.core.Tick(time.Now())
 		case <-flush.C:
 			r.flushOffsets()
+			r.commitRemote(ctx)
 			r.snapshotStats()
 		case <-r.stop:
 			r.flushOffsets()
@@ -118,27 +155,26 @@ func (r *runner) run() {
 		}
 		if r.apply(ctx) {
 			r.flushOffsets()
+			r.finalRemoteCommits()
 			r.snapshotStats()
 			return
 		}
 	}
 }
 
-func (r *runner) handle(ev event, now time.Time) {
+func (r *runner) handle(ctx context.Context, ev event, now time.Time) {
 	var err error
 	switch ev.kind {
 	case evJoin:
-		if err = r.core.AddMember(ev.member, ev.credit, now); err == nil {
+		if _, ok := r.members[ev.member]; ok {
+			err = r.core.SetCredit(ev.member, ev.credit, now) // joined again (e.g. a repeated snapshot)
+		} else if err = r.core.AddMember(ev.member, ev.credit, now); err == nil {
 			r.members[ev.member] = ev.m
-			r.lastEmpty.Store(0)
 		}
 	case evLeave:
 		if _, ok := r.members[ev.member]; ok {
 			delete(r.members, ev.member)
 			err = r.core.RemoveMember(ev.member, now)
-			if len(r.members) == 0 {
-				r.lastEmpty.Store(now.UnixNano())
-			}
 		}
 	case evCredit:
 		err = r.core.SetCredit(ev.member, ev.credit, now)
@@ -157,6 +193,12 @@ func (r *runner) handle(ev event, now time.Time) {
 		}
 	case evDrain:
 		err = r.core.Drain(ev.drainUntil, now)
+	case evPeerUp:
+		r.attach(ctx, ev.node)
+	case evAttach:
+		r.addPeerPartitions(ev.node, ev.starts)
+	case evCommitDone:
+		r.commitDone(ev)
 	}
 	if ev.done != nil {
 		ev.done <- err
@@ -179,6 +221,10 @@ func (r *runner) apply(ctx context.Context) bool {
 			r.fetch(ctx, f)
 		}
 		for _, c := range rd.Commit {
+			if c.Partition >= partitionStride {
+				r.pending[c.Partition] = c.Offset // sent to the owner with the next flush
+				continue
+			}
 			if err := r.log.Offsets().Commit(r.consumer, c.Partition, c.Offset); err != nil {
 				r.logger.Error("commit offset", "partition", c.Partition, "err", err)
 			}
@@ -191,6 +237,11 @@ func (r *runner) apply(ctx context.Context) bool {
 	return false
 }
 
+// owner returns the node and local partition of a core partition ID.
+func (r *runner) owner(partition int) (string, int) {
+	return r.reg.nodes.name(partition / partitionStride), partition % partitionStride
+}
+
 func (r *runner) deliver(d *queue.Delivery) {
 	now := time.Now()
 	m, ok := r.members[d.Member]
@@ -200,18 +251,19 @@ func (r *runner) deliver(d *queue.Delivery) {
 		_ = r.core.Nak(d.Member, d.Msg.Ref(), d.Deliveries, 0, now)
 		return
 	}
+	node, part := r.owner(d.Msg.Partition)
 	r.builder.reply = appendAckSubject(r.builder.reply[:0], r.gid, string(d.Member), d.Msg.Partition, d.Msg.Offset, d.Deliveries)
-	dv := r.builder.build(&r.rec, d.Msg.Partition, d.Msg.Offset, d.Deliveries, nil)
+	dv := r.builder.build(&r.rec, node, part, d.Msg.Offset, d.Deliveries, nil)
 	if !m.Deliver(dv) {
 		// The connection cannot take it (slow or closing): the member is
 		// treated as failed, so everything it holds goes to others.
 		delete(r.members, d.Member)
 		_ = r.core.RemoveMember(d.Member, now)
-		if len(r.members) == 0 {
-			r.lastEmpty.Store(now.UnixNano())
-		}
 		r.reg.counters.refusedDeliveries.Add(1)
 		return
+	}
+	if _, remote := m.(*remoteMember); remote {
+		r.forwards++
 	}
 	if d.Deliveries == 1 {
 		r.latency.Observe(time.Duration(now.UnixNano() - r.rec.Time))
@@ -222,17 +274,26 @@ func (r *runner) deadLetter(dl *queue.DeadLetter) {
 	if wal.DecodeRecord(dl.Msg.Data, &r.rec) != nil {
 		return
 	}
+	node, part := r.owner(dl.Msg.Partition)
 	r.builder.reply = r.builder.reply[:0]
 	extra := []wal.Header{{Key: HeaderReason, Value: dl.Reason.String()}, {Key: HeaderGroup, Value: r.key.Queue}}
-	dv := r.builder.build(&r.rec, dl.Msg.Partition, dl.Msg.Offset, dl.Deliveries, extra)
+	dv := r.builder.build(&r.rec, node, part, dl.Msg.Offset, dl.Deliveries, extra)
 	if r.reg.publish != nil {
 		r.reg.publish(DLQPrefix+r.key.Queue, dv.Header, dv.Payload)
 	}
-	r.logger.Warn("message dead-lettered", "device", r.rec.Device, "seq", r.rec.Seq,
-		"partition", dl.Msg.Partition, "offset", dl.Msg.Offset, "reason", dl.Reason.String(), "deliveries", dl.Deliveries)
+	if r.reg.clustered() {
+		// The operator's dead-letter subscriber may be on any node.
+		r.reg.cfg.Peers.PublishAll(DLQPrefix+r.key.Queue, dv.Header, dv.Payload)
+	}
+	r.logger.Warn("message dead-lettered", "device", r.rec.Device, "seq", r.rec.Seq, "node", node,
+		"partition", part, "offset", dl.Msg.Offset, "reason", dl.Reason.String(), "deliveries", dl.Deliveries)
 }
 
 func (r *runner) fetch(ctx context.Context, f queue.Fetch) {
+	if f.Partition >= partitionStride {
+		r.fetchRemote(ctx, f)
+		return
+	}
 	if f.End {
 		// deliver: new — start after what is stored now.
 		r.results <- fetchResult{partition: f.Partition, next: r.log.Durable(f.Partition) + 1}
@@ -260,11 +321,19 @@ func (r *runner) flushOffsets() {
 
 func (r *runner) snapshotStats() {
 	s := r.core.Stats()
+	var parts map[int]PartitionRef
+	if r.reg.clustered() {
+		parts = make(map[int]PartitionRef, len(s.Partitions))
+		for _, p := range s.Partitions {
+			node, local := r.owner(p.Partition)
+			parts[p.Partition] = PartitionRef{Node: node, Partition: local, Durable: r.durable[p.Partition]}
+		}
+	}
 	r.statsMu.Lock()
-	r.stats.Key = r.key
-	r.stats.Declared = r.declared
 	r.stats.Core = s
 	r.stats.Latency = r.latency.Snapshot()
+	r.stats.Partitions = parts
+	r.stats.Forwards = r.forwards
 	r.statsMu.Unlock()
 }
 
@@ -284,6 +353,35 @@ func (r *runner) send(ev event) error {
 		return err
 	case <-r.done:
 		return ErrGroupStopped
+	}
+}
+
+// halt stops the runner at once (no drain).
+func (r *runner) halt() { r.stopOnce.Do(func() { close(r.stop) }) }
+
+// waitStopped waits for a draining runner; the core emits Drained at its
+// deadline, this only guards a runner stuck on a full event queue.
+func (r *runner) waitStopped(deadline time.Time) {
+	select {
+	case <-r.done:
+	case <-time.After(time.Until(deadline) + remoteCommitTimeout + time.Second):
+		r.halt()
+		<-r.done
+	}
+}
+
+// errStopped is returned to goroutines of a runner that has ended.
+var errStopped = errors.New("dispatch: runner stopped")
+
+// post hands an event from one of the runner's goroutines to the runner.
+func (r *runner) post(ctx context.Context, ev event) error {
+	select {
+	case r.events <- ev:
+		return nil
+	case <-ctx.Done():
+		return errStopped
+	case <-r.done:
+		return errStopped
 	}
 }
 

@@ -123,7 +123,7 @@ func (t *Tail) fanOut(b *deliveryBuilder, p int, e *wal.Entry) {
 		}
 		if d == nil {
 			b.reply = b.reply[:0]
-			d = b.build(&e.Record, p, e.Offset, 0, nil)
+			d = b.build(&e.Record, "", p, e.Offset, 0, nil)
 		}
 		if s.m.Deliver(d) {
 			t.delivered.Add(1)

@@ -1,0 +1,460 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"edgeq/gateway/queue"
+	"edgeq/wal"
+)
+
+// Delivery across nodes. In a cluster each queue group is delivered by one
+// node, its leader, chosen outside this package (the node's elector calls
+// Lead and StepDown). The leader's runner reads every node's partitions —
+// its own directly, the others' through Peers.Fetch — and delivers to every
+// node's members — its own directly, the others' through Peers.Forward. The
+// member's node relays the worker's acknowledgement back (Peers.RelayAck),
+// and commits go to each partition's owner (Peers.Commit). Each node keeps
+// the members of every node (MEMBERS messages, RemoteMembers), so a new
+// leader knows them all at once.
+//
+// In a group's core, the partition of node slot s and local partition p
+// has the ID s*partitionStride + p; slot 0 is this node. Ack subjects carry
+// these IDs, headers carry the owner's node and partition.
+
+// Peers is what the registry needs of the cluster. The node's cluster layer
+// implements it; every method is safe for concurrent use.
+type Peers interface {
+	// Position asks node where group key starts in each of its partitions:
+	// the next offset to read per partition, the owner recording a start
+	// for a group new to it (deliverAll: its first record, else after its
+	// last). It waits for the answer or ctx.
+	Position(ctx context.Context, node string, key GroupKey, deliverAll bool) ([]uint64, error)
+	// Fetch reads one of node's partitions (long poll: the owner may hold
+	// the request until records are durable, and answer with none). It
+	// waits for the answer or ctx. The batch's Raw slices belong to the
+	// caller.
+	Fetch(ctx context.Context, node string, key GroupKey, req RemoteFetch) (RemoteBatch, error)
+	// Commit stores committed offsets of node's partitions at node. It waits
+	// for node's confirmation or ctx.
+	Commit(ctx context.Context, node string, key GroupKey, offsets []PartitionOffset) error
+	// Forward queues a delivery for member on node without waiting; false
+	// when it cannot (node unreachable or too far behind). d is only valid
+	// during the call.
+	Forward(node string, key GroupKey, member queue.MemberID, d *Delivery) bool
+	// RelayAck queues an acknowledgement for the leader on node; false when
+	// it cannot.
+	RelayAck(node string, subject string, payload []byte) bool
+	// MembersChanged says that this node's members of key changed, or that
+	// key is new here: the cluster layer tells every peer.
+	MembersChanged(key GroupKey)
+	// PublishAll publishes a message on a core subject of every peer (dead
+	// letters, whose subscriber may be on any node).
+	PublishAll(subject string, header, payload []byte)
+}
+
+// RemoteFetch asks for records of a remote partition (see queue.Fetch).
+type RemoteFetch struct {
+	Partition int
+	From      uint64
+	MaxMsgs   int
+	MaxBytes  int
+}
+
+// RemoteBatch answers a RemoteFetch: records in offset order, the next
+// offset to read, and the owner's durable offset.
+type RemoteBatch struct {
+	Next    uint64
+	Durable uint64
+	Records []RemoteRecord
+}
+
+// RemoteRecord is one stored record, raw as the owner keeps it.
+type RemoteRecord struct {
+	Offset uint64
+	Raw    []byte
+}
+
+// PartitionOffset is a committed offset of one partition.
+type PartitionOffset struct {
+	Partition int
+	Offset    uint64
+}
+
+// RemoteMember is a member of another node, as that node reports it.
+type RemoteMember struct {
+	ID     queue.MemberID
+	Credit int
+}
+
+// partitionStride separates the partition IDs of node slots; a log has at
+// most 1024 + 64 partitions.
+const partitionStride = 2048
+
+// nodeTable gives each node a slot for the process's lifetime; slot 0 is
+// this node. It is guarded by Registry.mu, except names, which runners read
+// without the lock.
+type nodeTable struct {
+	slot  map[string]int
+	names atomic.Pointer[[]string] // copy on write
+	parts map[string]int           // partitions of the peers that are up; bound: MaxPeers
+}
+
+func (t *nodeTable) init(self string, partitions int) {
+	t.slot = map[string]int{self: 0}
+	t.names.Store(&[]string{self})
+	t.parts = map[string]int{self: partitions}
+}
+
+// slotOf returns node's slot, giving it one if it has none; -1 when the
+// table is full.
+func (t *nodeTable) slotOf(node string, limit int) int {
+	if s, ok := t.slot[node]; ok {
+		return s
+	}
+	old := *t.names.Load()
+	if len(old) > limit {
+		return -1
+	}
+	names := append(append([]string(nil), old...), node)
+	t.slot[node] = len(old)
+	t.names.Store(&names)
+	return len(old)
+}
+
+// name returns the node of a slot ("" if unknown).
+func (t *nodeTable) name(slot int) string {
+	names := *t.names.Load()
+	if slot < 0 || slot >= len(names) {
+		return ""
+	}
+	return names[slot]
+}
+
+func (t *nodeTable) upNodes() []string {
+	out := make([]string, 0, len(t.parts))
+	for n := range t.parts {
+		if t.slot[n] != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Lead makes this node deliver group key (cluster mode): its runner starts
+// from the committed offsets of every node.
+func (r *Registry) Lead(key GroupKey) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g, created, err := r.ensureGroup(GroupConfig{Key: key, Core: r.cfg.Defaults})
+	if err != nil {
+		return err
+	}
+	if created {
+		defer r.groupCreated(key)
+	}
+	g.leading = true
+	if g.run == nil {
+		r.startRunner(g)
+	}
+	// A runner still stopping from an earlier StepDown: runnerStopped
+	// starts the new one.
+	return nil
+}
+
+// StepDown stops delivering group key here. With handOver the runner first
+// drains until deadline (stop reading, wait for in-flight acknowledgements,
+// commit at every owner); without, it stops at once (a newer leader exists,
+// and the owners refuse this node's commits anyway). The returned channel is
+// closed once the runner has stopped.
+func (r *Registry) StepDown(key GroupKey, handOver bool, deadline time.Time) <-chan struct{} {
+	r.mu.Lock()
+	g := r.groups[key]
+	var run *runner
+	if g != nil {
+		g.leading = false
+		run = g.run
+	}
+	r.mu.Unlock()
+	if run == nil {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	if !handOver {
+		run.halt()
+		return run.done
+	}
+	go func() {
+		if err := run.send(event{kind: evDrain, drainUntil: deadline, done: make(chan error, 1)}); err != nil && !errors.Is(err, ErrGroupStopped) {
+			r.logger.Warn("hand-over drain", "group", key.String(), "err", err)
+		}
+		run.waitStopped(deadline)
+	}()
+	return run.done
+}
+
+// PeerUp tells the registry that node is reachable with partitions
+// partitions: groups delivered here start reading them.
+func (r *Registry) PeerUp(node string, partitions int) {
+	r.mu.Lock()
+	if len(r.nodes.parts) > r.cfg.MaxPeers || r.nodes.slotOf(node, r.cfg.MaxPeers) < 0 {
+		r.mu.Unlock()
+		r.logger.Warn("too many peers: partitions not read", "node", node)
+		return
+	}
+	r.nodes.parts[node] = partitions
+	runs := r.runners()
+	r.mu.Unlock()
+	for _, run := range runs {
+		_ = run.send(event{kind: evPeerUp, node: node})
+	}
+}
+
+// PeerDown tells the registry that node is gone: its members leave every
+// group (their messages go to others); its partitions pause until it is back.
+func (r *Registry) PeerDown(node string) {
+	r.mu.Lock()
+	delete(r.nodes.parts, node)
+	type leave struct {
+		run *runner
+		ids []queue.MemberID
+	}
+	var leaves []leave
+	for _, g := range r.groups {
+		ms := g.remote[node]
+		if len(ms) == 0 {
+			continue
+		}
+		delete(g.remote, node)
+		if g.members() == 0 {
+			g.lastEmpty = time.Now()
+		}
+		if g.run != nil {
+			l := leave{run: g.run}
+			for id := range ms {
+				l.ids = append(l.ids, id)
+			}
+			leaves = append(leaves, l)
+		}
+	}
+	r.mu.Unlock()
+	for _, l := range leaves {
+		for _, id := range l.ids {
+			_ = l.run.send(event{kind: evLeave, member: id, done: make(chan error, 1)})
+		}
+	}
+}
+
+func (r *Registry) runners() []*runner {
+	runs := make([]*runner, 0, len(r.byID))
+	for _, run := range r.byID {
+		runs = append(runs, run)
+	}
+	return runs
+}
+
+// RemoteMembers replaces node's members of group key with members (a MEMBERS
+// message). A group this node did not know is created, starting by
+// deliverAll; declared marks it as declared on that node.
+func (r *Registry) RemoteMembers(node string, key GroupKey, deliverAll, declared bool, members []RemoteMember) error {
+	cc := r.cfg.Defaults
+	if deliverAll {
+		cc.Deliver = queue.DeliverAll
+	}
+	r.mu.Lock()
+	g, created, err := r.ensureGroup(GroupConfig{Key: key, Core: cc})
+	if err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	if created {
+		g.learnt = true
+	}
+	if len(members) > g.cfg.Core.MaxMembers {
+		members = members[:g.cfg.Core.MaxMembers]
+	}
+	old := g.remote[node]
+	next := make(map[queue.MemberID]int, len(members))
+	var evs []event
+	for _, m := range members {
+		next[m.ID] = m.Credit
+		if c, ok := old[m.ID]; !ok {
+			evs = append(evs, event{kind: evJoin, member: m.ID, m: r.remoteMember(node, key, m.ID), credit: m.Credit})
+		} else if c != m.Credit {
+			evs = append(evs, event{kind: evCredit, member: m.ID, credit: m.Credit})
+		}
+	}
+	for id := range old {
+		if _, ok := next[id]; !ok {
+			evs = append(evs, event{kind: evLeave, member: id})
+		}
+	}
+	if len(next) == 0 {
+		delete(g.remote, node)
+	} else {
+		g.remote[node] = next
+	}
+	if g.members() == 0 {
+		if g.lastEmpty.IsZero() {
+			g.lastEmpty = time.Now()
+		}
+	} else {
+		g.lastEmpty = time.Time{}
+	}
+	run := g.run
+	r.mu.Unlock()
+	if created {
+		r.groupCreated(key)
+	}
+	if run != nil {
+		for _, ev := range evs {
+			ev.done = make(chan error, 1)
+			_ = run.send(ev)
+		}
+	}
+	return nil
+}
+
+// LocalMembers lists this node's members of key, for a MEMBERS message;
+// ok is false when the group is unknown.
+func (r *Registry) LocalMembers(key GroupKey) (members []RemoteMember, deliverAll, declared, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.groups[key]
+	if g == nil {
+		return nil, false, false, false
+	}
+	for id, lm := range g.local {
+		members = append(members, RemoteMember{ID: id, Credit: lm.credit})
+	}
+	return members, g.cfg.Core.Deliver == queue.DeliverAll, g.cfg.Declared, true
+}
+
+// Groups lists the groups this node knows.
+func (r *Registry) Groups() []GroupKey {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]GroupKey, 0, len(r.groups))
+	for k := range r.groups {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Forwarded hands a delivery that node's leader forwarded to one of this
+// node's members. When the member is gone or cannot take it, the delivery
+// is refused back to the leader (a nak), so it goes to another member.
+func (r *Registry) Forwarded(from string, key GroupKey, member queue.MemberID, d *Delivery) {
+	r.counters.forwardsIn.Add(1)
+	gid := ackGroupID(d.Reply)
+	r.mu.Lock()
+	var m Member
+	if g := r.groups[key]; g != nil {
+		if lm := g.local[member]; lm != nil {
+			m = lm.m
+		}
+		if gid != 0 && g.fwd[0].gid != gid {
+			g.fwd[1], g.fwd[0] = g.fwd[0], forwarder{gid: gid, node: from}
+		}
+	}
+	r.mu.Unlock()
+	if m != nil && m.Deliver(d) {
+		return
+	}
+	r.counters.forwardsRefused.Add(1)
+	if d.Reply != "" {
+		r.cfg.Peers.RelayAck(from, d.Reply, []byte("-NAK"))
+	}
+}
+
+// ackGroupID reads the group instance ID of an ack subject (0 if none).
+func ackGroupID(reply string) int {
+	rest, ok := strings.CutPrefix(reply, AckPrefix)
+	if !ok {
+		return 0
+	}
+	id, _, _ := strings.Cut(rest, ".")
+	n, err := strconv.Atoi(id)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// RelayedAck handles an acknowledgement another node relayed for a delivery
+// this node made. It is never relayed further.
+func (r *Registry) RelayedAck(subject string, payload []byte) error {
+	return r.ack(subject, payload, false)
+}
+
+// ServePosition answers a leader's POSITION for key: the next offset per
+// local partition, after recording a start if the group is new here.
+func (r *Registry) ServePosition(key GroupKey, deliverAll bool) ([]uint64, error) {
+	cc := r.cfg.Defaults
+	if deliverAll {
+		cc.Deliver = queue.DeliverAll
+	}
+	r.mu.Lock()
+	g, created, err := r.ensureGroup(GroupConfig{Key: key, Core: cc})
+	if err == nil {
+		if created {
+			g.learnt = true
+		}
+		_, err = r.recordStart(g)
+	}
+	r.mu.Unlock()
+	if created {
+		r.groupCreated(key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	next := make([]uint64, r.log.NumPartitions())
+	for p := range next {
+		off, _ := r.log.Offsets().Get(g.consumer, p)
+		next[p] = off + 1
+	}
+	return next, nil
+}
+
+// ServeCommit stores a remote leader's commits of local partitions durably.
+func (r *Registry) ServeCommit(key GroupKey, offsets []PartitionOffset) error {
+	consumer := key.consumerName()
+	for _, o := range offsets {
+		if o.Partition < 0 || o.Partition >= r.log.NumPartitions() {
+			return fmt.Errorf("dispatch: commit for group %s: no partition %d", key, o.Partition)
+		}
+		if err := r.log.Offsets().Commit(consumer, o.Partition, o.Offset); err != nil {
+			return err
+		}
+	}
+	return r.log.Offsets().Flush()
+}
+
+// ReadPartition serves a remote leader's FETCH of a local partition: records
+// from offset from on, waiting up to wait for durable ones.
+func (r *Registry) ReadPartition(ctx context.Context, partition int, from uint64, maxMsgs, maxBytes int, wait time.Duration) (wal.Batch, error) {
+	if partition < 0 || partition >= r.log.NumPartitions() {
+		return wal.Batch{}, fmt.Errorf("dispatch: fetch: no partition %d", partition)
+	}
+	if from == 0 || maxMsgs < 1 {
+		return wal.Batch{}, fmt.Errorf("dispatch: fetch: bad request (from %d, max %d)", from, maxMsgs)
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return readWhenDurable(ctx, r.log, partition, from, maxMsgs, maxBytes)
+}
+
+// Durable is the durable offset of a local partition.
+func (r *Registry) Durable(partition int) uint64 {
+	if partition < 0 || partition >= r.log.NumPartitions() {
+		return 0
+	}
+	return r.log.Durable(partition)
+}

@@ -1,0 +1,268 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"edgeq/gateway/queue"
+	"edgeq/wal"
+)
+
+// The leader's side of the cluster data path: other nodes' partitions are
+// positioned (attach), read (remoteFetcher) and committed through Peers;
+// their members receive through remoteMember.
+
+// remoteMember is a member on another node: a delivery is forwarded there.
+type remoteMember struct {
+	peers Peers
+	node  string
+	key   GroupKey
+	id    queue.MemberID
+}
+
+func (m *remoteMember) Deliver(d *Delivery) bool { return m.peers.Forward(m.node, m.key, m.id, d) }
+
+var _ Member = (*remoteMember)(nil)
+
+func (r *Registry) remoteMember(node string, key GroupKey, id queue.MemberID) Member {
+	return &remoteMember{peers: r.cfg.Peers, node: node, key: key, id: id}
+}
+
+// retryBackoff paces retries against an unreachable peer.
+type retryBackoff struct{ d time.Duration }
+
+func (b *retryBackoff) wait(ctx context.Context) bool {
+	b.d = min(max(2*b.d, 100*time.Millisecond), time.Second)
+	select {
+	case <-time.After(b.d):
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// attach starts reading node's partitions: it asks node for the group's
+// positions (retrying while node is unreachable) and hands them to the
+// runner (evAttach). Once a peer's partitions are in the core they stay:
+// while the peer is away they pause, and resume when it is back.
+func (r *runner) attach(ctx context.Context, node string) {
+	if r.attached[node] {
+		return
+	}
+	r.attached[node] = true // being positioned
+	deliverAll := r.grp.cfg.Core.Deliver == queue.DeliverAll
+	go func() {
+		var b retryBackoff
+		for {
+			starts, err := r.reg.cfg.Peers.Position(ctx, node, r.key, deliverAll)
+			if err == nil {
+				_ = r.post(ctx, event{kind: evAttach, node: node, starts: starts})
+				return
+			}
+			r.logger.Debug("position at peer", "node", node, "err", err)
+			if !b.wait(ctx) {
+				return
+			}
+		}
+	}()
+}
+
+func (r *runner) addPeerPartitions(node string, starts []uint64) {
+	r.reg.mu.Lock()
+	slot := r.reg.nodes.slotOf(node, r.reg.cfg.MaxPeers)
+	r.reg.mu.Unlock()
+	if slot <= 0 || len(starts) > partitionStride {
+		r.logger.Warn("peer partitions not read", "node", node, "partitions", len(starts))
+		return
+	}
+	for p, next := range starts {
+		if next == 0 {
+			next = 1
+		}
+		err := r.core.AddPartition(slot*partitionStride+p, next)
+		if err != nil && !errors.Is(err, queue.ErrPartitionExists) {
+			r.logger.Warn("peer partition not read", "node", node, "partition", p, "err", err)
+		}
+	}
+	r.logger.Info("reading peer partitions", "node", node, "partitions", len(starts))
+}
+
+// remoteFetcher serves one remote partition's fetches for a group.
+type remoteFetcher struct {
+	r         *runner
+	node      string
+	base      int // partition ID of the node's partition 0
+	local     int
+	requests  chan queue.Fetch
+	rec       wal.Record
+	partition int
+}
+
+func (r *runner) fetchRemote(ctx context.Context, f queue.Fetch) {
+	fe, ok := r.remotes[f.Partition]
+	if !ok {
+		node, local := r.owner(f.Partition)
+		fe = &remoteFetcher{r: r, node: node, base: f.Partition - local, local: local, partition: f.Partition,
+			requests: make(chan queue.Fetch, 1)}
+		r.remotes[f.Partition] = fe
+		go fe.run(ctx)
+	}
+	fe.requests <- f
+}
+
+func (f *remoteFetcher) run(ctx context.Context) {
+	for {
+		select {
+		case req := <-f.requests:
+			res, ok := f.serve(ctx, req)
+			if !ok {
+				return
+			}
+			select {
+			case f.r.results <- res:
+			case <-ctx.Done():
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// serve asks the owner until it answers with something new (it holds each
+// request until records are durable or its wait ends, so an idle group
+// sends one request per wait, not a stream).
+func (f *remoteFetcher) serve(ctx context.Context, req queue.Fetch) (fetchResult, bool) {
+	var b retryBackoff
+	from := req.From
+	if req.End {
+		from = 0 // not used in a cluster: positions come from the owner
+	}
+	for {
+		batch, err := f.r.reg.cfg.Peers.Fetch(ctx, f.node, f.r.key, RemoteFetch{Partition: f.local, From: from, MaxMsgs: req.MaxMsgs, MaxBytes: req.MaxBytes})
+		if err != nil {
+			if ctx.Err() != nil {
+				return fetchResult{}, false
+			}
+			f.r.logger.Debug("fetch from peer", "node", f.node, "partition", f.local, "err", err)
+			if !b.wait(ctx) {
+				return fetchResult{}, false
+			}
+			continue
+		}
+		b = retryBackoff{}
+		if len(batch.Records) == 0 && batch.Next <= from {
+			continue // the long poll ended with nothing new
+		}
+		return fetchResult{partition: f.partition, msgs: f.toMsgs(batch), next: batch.Next, durable: batch.Durable}, true
+	}
+}
+
+// toMsgs decodes the owner's records into core messages with this group's
+// partition IDs. A record that does not decode is left out (the core counts
+// the missing offset as lost).
+func (f *remoteFetcher) toMsgs(b RemoteBatch) []queue.Msg {
+	msgs := make([]queue.Msg, 0, len(b.Records))
+	for _, rr := range b.Records {
+		if wal.DecodeRecord(rr.Raw, &f.rec) != nil {
+			f.r.logger.Warn("bad record from peer", "node", f.node, "partition", f.local, "offset", rr.Offset)
+			continue
+		}
+		m := queue.Msg{Partition: f.partition, Offset: rr.Offset, Kind: queue.KindData, Device: f.rec.Device,
+			Seq: f.rec.Seq, IngestTime: f.rec.Time, Data: rr.Raw}
+		if f.rec.Kind == wal.KindMove {
+			m.Kind = queue.KindMoveMarker
+			m.MoveTarget = f.base + f.rec.MoveTarget
+		}
+		if f.rec.MoveRef.Offset != 0 {
+			m.MoveRef = queue.Ref{Partition: f.base + f.rec.MoveRef.Partition, Offset: f.rec.MoveRef.Offset}
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// commitRemote sends the pending commits of each peer that has none on its
+// way, without waiting (the answer comes back as evCommitDone).
+func (r *runner) commitRemote(ctx context.Context) {
+	for node, offsets := range r.takePending(true) {
+		r.committing[node] = true
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, remoteCommitTimeout)
+			err := r.reg.cfg.Peers.Commit(cctx, node, r.key, offsets)
+			cancel()
+			_ = r.post(ctx, event{kind: evCommitDone, node: node, offsets: offsets, err: err})
+		}()
+	}
+}
+
+// takePending removes the pending commits and groups them by owner (with
+// skipBusy, leaving those of peers with a commit on its way).
+func (r *runner) takePending(skipBusy bool) map[string][]PartitionOffset {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	out := map[string][]PartitionOffset{}
+	ids := make([]int, 0, len(r.pending))
+	for id := range r.pending {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		node, local := r.owner(id)
+		if skipBusy && r.committing[node] {
+			continue
+		}
+		out[node] = append(out[node], PartitionOffset{Partition: local, Offset: r.pending[id]})
+		delete(r.pending, id)
+	}
+	return out
+}
+
+func (r *runner) commitDone(ev event) {
+	delete(r.committing, ev.node)
+	if ev.err == nil {
+		r.reg.counters.remoteCommits.Add(1)
+		return
+	}
+	r.reg.counters.remoteCommitFails.Add(1)
+	r.logger.Debug("commit at peer failed", "node", ev.node, "err", ev.err)
+	r.reg.mu.Lock()
+	base := r.reg.nodes.slot[ev.node] * partitionStride
+	r.reg.mu.Unlock()
+	for _, o := range ev.offsets {
+		if _, newer := r.pending[base+o.Partition]; !newer {
+			r.pending[base+o.Partition] = o.Offset // again with the next flush
+		}
+	}
+}
+
+// finalRemoteCommits sends every pending commit and waits for the owners'
+// confirmations (bounded): the next leader starts from these offsets.
+func (r *runner) finalRemoteCommits() {
+	byNode := r.takePending(false)
+	if len(byNode) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remoteCommitTimeout)
+	defer cancel()
+	errs := make(chan error, len(byNode))
+	for node, offsets := range byNode {
+		go func() {
+			err := r.reg.cfg.Peers.Commit(ctx, node, r.key, offsets)
+			if err != nil {
+				r.logger.Warn("final commit at peer failed", "node", node, "err", err)
+			}
+			errs <- err
+		}()
+	}
+	for range byNode {
+		if <-errs == nil {
+			r.reg.counters.remoteCommits.Add(1)
+		} else {
+			r.reg.counters.remoteCommitFails.Add(1)
+		}
+	}
+}
