@@ -66,10 +66,8 @@ func TestMQTTToWorker(t *testing.T) {
 	// An unmappable topic is acked and counted, not stored.
 	runCmd("mosquitto_pub", "-h", "127.0.0.1", "-p", fmt.Sprint(port), "-q", "1", "-t", "sensors/bad device/data", "-m", "x")
 	waitFor(t, "mqtt messages delivered", 30*time.Second, func() bool { return tr.distinct() == 150 })
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
 	for d := 0; d < 3; d++ {
-		if got := tr.lastSeq[fmt.Sprintf("m%d", d)]; got != 50 {
+		if got := tr.lastOf(fmt.Sprintf("m%d", d)); got != 50 {
 			t.Fatalf("device m%d: last seq %d", d, got)
 		}
 	}

@@ -101,7 +101,7 @@ type tracker struct {
 	t        testing.TB
 	mu       sync.Mutex
 	inFlight map[string]inFlight
-	lastSeq  map[string]uint64
+	lastSeq  map[string]uint64 // "<node>/<device>": a device's order is per ingesting node
 	seen     map[string]int // payload -> deliveries
 	byWorker map[string]int
 	problems int
@@ -139,6 +139,7 @@ func (tr *tracker) fail(format string, args ...any) {
 func (tr *tracker) enter(worker string, m *nats.Msg) (device string, seq uint64) {
 	device = m.Header.Get("Edgeq-Device")
 	seq, _ = strconv.ParseUint(m.Header.Get("Edgeq-Seq"), 10, 64)
+	stream := m.Header.Get("Edgeq-Node") + "/" + device
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if holder, busy := tr.inFlight[device]; busy && holder.epoch == tr.epoch {
@@ -147,14 +148,27 @@ func (tr *tracker) enter(worker string, m *nats.Msg) (device string, seq uint64)
 	tr.inFlight[device] = inFlight{worker, tr.epoch}
 	payload := string(m.Data)
 	if tr.seen[payload] == 0 {
-		if seq <= tr.lastSeq[device] {
-			tr.fail("device %s: first delivery of seq %d after seq %d", device, seq, tr.lastSeq[device])
+		if seq <= tr.lastSeq[stream] {
+			tr.fail("device %s: first delivery of seq %d after seq %d", stream, seq, tr.lastSeq[stream])
 		}
-		tr.lastSeq[device] = seq
+		tr.lastSeq[stream] = seq
 	}
 	tr.seen[payload]++
 	tr.byWorker[worker]++
 	return device, seq
+}
+
+// lastOf is the highest first-delivered seq of device from any node.
+func (tr *tracker) lastOf(device string) uint64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var last uint64
+	for stream, seq := range tr.lastSeq {
+		if strings.HasSuffix(stream, "/"+device) {
+			last = max(last, seq)
+		}
+	}
+	return last
 }
 
 func (tr *tracker) exit(device string) {

@@ -35,11 +35,11 @@ func TestSerialToWorker(t *testing.T) {
 		}
 	}
 	waitFor(t, "serial frames delivered", 30*time.Second, func() bool { return tr.distinct() == 20 })
+	if tr.lastOf("probe-0") != 10 || tr.lastOf("probe-1") != 10 {
+		t.Fatalf("per-device sequences: probe-0 %d, probe-1 %d", tr.lastOf("probe-0"), tr.lastOf("probe-1"))
+	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if tr.lastSeq["probe-0"] != 10 || tr.lastSeq["probe-1"] != 10 {
-		t.Fatalf("per-device sequences %v", tr.lastSeq)
-	}
 	if tr.seen[`{"temp":20.5,"ok":"true"}`] == 0 && tr.seen[`{"temp":20.5,"ok":true}`] == 0 {
 		t.Fatalf("line frame not converted to JSON: %v", tr.seen)
 	}

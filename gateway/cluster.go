@@ -2,13 +2,13 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"edgeq/discovery/election"
@@ -19,19 +19,17 @@ import (
 )
 
 // clusterNode joins this node to its cluster: peer connections, leader
-// election per queue group, mDNS discovery. Delivery across nodes is not
-// built yet: leadership is reported (status, logs), each node still delivers
-// its own log to its own members.
+// election per queue group, mDNS discovery, and the data path between
+// nodes (peerLink): each queue group is delivered by its leader from every
+// node's log to every node's members.
 type clusterNode struct {
 	cfg     config.Cluster
 	logger  *slog.Logger
 	mgr     *cluster.Manager
 	elector *cluster.Elector
+	link    *peerLink
 	resp    *mdns.Responder
 	browser *mdns.Browser
-
-	mu      sync.Mutex
-	leading map[string]election.Epoch // groups this node leads; bound: queue.max_groups
 }
 
 // ClusterStatus is the cluster part of /v1/status.
@@ -41,7 +39,6 @@ type ClusterStatus struct {
 	Peers   []cluster.PeerStatus   `json:"peers"`
 	Leaders map[string]GroupLeader `json:"leaders"`
 	Refused uint64                 `json:"refused_peers"`
-	Note    string                 `json:"note"`
 }
 
 // GroupLeader is one queue group's elected leader.
@@ -51,7 +48,7 @@ type GroupLeader struct {
 	Self   bool   `json:"self"`
 }
 
-func newClusterNode(cfg config.Config, id, version string, logger *slog.Logger) (*clusterNode, error) {
+func newClusterNode(cfg config.Config, id, version string, partitions int, logger *slog.Logger) (*clusterNode, error) {
 	cl := cfg.Cluster
 	secret := []byte(cl.Secret)
 	if cl.SecretFile != "" {
@@ -64,24 +61,25 @@ func newClusterNode(cfg config.Config, id, version string, logger *slog.Logger) 
 			return nil, fmt.Errorf("cluster.secret_file: the secret must be at least 16 bytes")
 		}
 	}
-	c := &clusterNode{cfg: cl, logger: logger.With("component", "cluster"), leading: map[string]election.Epoch{}}
+	c := &clusterNode{cfg: cl, logger: logger.With("component", "cluster")}
 	h := &clusterHandler{}
 	mgr, err := cluster.NewManager(cluster.ManagerConfig{
 		Identity: cluster.Identity{Cluster: cl.Name, Node: id, Secret: secret}, Priority: cl.Priority,
-		Listen: cl.Listen, Peers: cl.Peers, HeartbeatInterval: cl.HeartbeatInterval,
+		Partitions: partitions, Listen: cl.Listen, Peers: cl.Peers, HeartbeatInterval: cl.HeartbeatInterval,
 		FailureTimeout: cl.FailureTimeout, Logger: c.logger,
 	}, h)
 	if err != nil {
 		return nil, err
 	}
+	c.link = newPeerLink(mgr, c.logger)
 	ec := election.DefaultConfig(election.NodeID(id))
 	ec.Priority = cl.Priority
-	el, err := cluster.NewElector(cluster.ElectorConfig{Election: ec, DataDir: cfg.DataDir, Logger: c.logger}, mgr, c)
+	el, err := cluster.NewElector(cluster.ElectorConfig{Election: ec, DataDir: cfg.DataDir, Logger: c.logger}, mgr, c.link)
 	if err != nil {
 		return nil, err
 	}
-	h.el = el
-	c.mgr, c.elector = mgr, el
+	h.el, h.link = el, c.link
+	c.mgr, c.elector, c.link.elector = mgr, el, el
 	if cl.MDNSEnabled() {
 		_, portStr, _ := net.SplitHostPort(cl.Listen)
 		port, _ := strconv.Atoi(portStr)
@@ -113,36 +111,39 @@ func mdnsVersion(v string) string {
 	return v[:min(len(v), 64)]
 }
 
-// clusterHandler forwards peer events to the elector once it exists.
-type clusterHandler struct{ el *cluster.Elector }
-
-func (h *clusterHandler) PeerUp(n string, p cluster.PeerInfo) { h.el.PeerUp(n, p.Priority) }
-func (h *clusterHandler) PeerDown(n string)                   { h.el.PeerDown(n) }
-func (h *clusterHandler) Frame(n string, f cluster.Frame)     { h.el.Frame(n, f) }
-
-// Lead and StepDown make the node the elector's Leadership: for now they
-// record and log (a hand-over has nothing to drain yet).
-func (c *clusterNode) Lead(group string, epoch election.Epoch) {
-	c.mu.Lock()
-	c.leading[group] = epoch
-	c.mu.Unlock()
-	c.logger.Info("leading queue group", "group", group, "epoch", epoch.String())
+// clusterHandler hands peer events to the elector and the data path once
+// they exist.
+type clusterHandler struct {
+	el   *cluster.Elector
+	link *peerLink
 }
 
-// StepDown stops leading group.
-func (c *clusterNode) StepDown(group string, epoch election.Epoch, handOver bool) {
-	c.mu.Lock()
-	delete(c.leading, group)
-	c.mu.Unlock()
-	c.logger.Info("stepping down", "group", group, "epoch", epoch.String(), "hand_over", handOver)
-	if handOver {
-		go c.elector.Drained(group, epoch) // called outside the elector's lock
+func (h *clusterHandler) PeerUp(n string, p cluster.PeerInfo) {
+	h.el.PeerUp(n, p.Priority)
+	h.link.PeerUp(n, p)
+}
+
+func (h *clusterHandler) PeerDown(n string) {
+	h.el.PeerDown(n)
+	h.link.PeerDown(n)
+}
+
+func (h *clusterHandler) Frame(n string, f cluster.Frame) {
+	if f.Type == cluster.TypeElection {
+		h.el.Frame(n, f)
+		return
 	}
+	h.link.Frame(n, f)
+}
+
+// attach gives the data path the node's registry and core publisher.
+func (c *clusterNode) attach(reg *dispatch.Registry, publish func(subject string, header, payload []byte)) {
+	c.link.reg, c.link.publish = reg, publish
 }
 
 // addGroup elects a leader for a queue group.
 func (c *clusterNode) addGroup(key dispatch.GroupKey) {
-	if err := c.elector.AddGroup(key.String()); err != nil && !strings.Contains(err.Error(), "exists") {
+	if err := c.elector.AddGroup(key.String()); err != nil && !errors.Is(err, election.ErrGroupExists) {
 		c.logger.Warn("election group", "group", key.String(), "err", err)
 	}
 }
@@ -152,6 +153,7 @@ func (c *clusterNode) start(ctx context.Context, bg func(func())) error {
 		return err
 	}
 	bg(func() { c.elector.Run(ctx) })
+	bg(func() { c.link.runSync(ctx) })
 	bg(func() { <-ctx.Done(); c.mgr.Wait() })
 	if c.resp != nil {
 		if err := c.resp.Start(); err != nil {
@@ -196,17 +198,14 @@ func (c *clusterNode) stop() {
 
 func (c *clusterNode) status(groups []dispatch.GroupStats) *ClusterStatus {
 	st := &ClusterStatus{Name: c.cfg.Name, Listen: c.mgr.Addr(), Peers: c.mgr.Peers(), Leaders: map[string]GroupLeader{},
-		Refused: c.mgr.Refused(), Note: "leaders are elected; delivery across nodes is not built yet (each node delivers its own log)"}
+		Refused: c.mgr.Refused()}
 	for _, g := range groups {
 		name := g.Key.String()
 		leader, epoch, ok := c.elector.Leader(name)
 		if !ok {
 			continue
 		}
-		c.mu.Lock()
-		_, mine := c.leading[name]
-		c.mu.Unlock()
-		st.Leaders[name] = GroupLeader{Leader: leader, Epoch: epoch.String(), Self: mine}
+		st.Leaders[name] = GroupLeader{Leader: leader, Epoch: epoch.String(), Self: c.link.Leading(name)}
 	}
 	return st
 }

@@ -90,12 +90,13 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	n.ingest = newIngest(l, det, logger)
 	n.tail = dispatch.NewTail(l, cfg.NATS.TelemetryPrefix, id, logger)
 	var onGroup func(dispatch.GroupKey)
+	var peers dispatch.Peers
 	if cfg.Cluster.Name != "" {
-		if n.cluster, err = newClusterNode(cfg, id, version, logger); err != nil {
+		if n.cluster, err = newClusterNode(cfg, id, version, l.NumPartitions(), logger); err != nil {
 			l.Close()
 			return nil, err
 		}
-		onGroup = n.cluster.addGroup
+		onGroup, peers = n.cluster.addGroup, n.cluster.link
 	}
 	n.queues = dispatch.NewRegistry(dispatch.Config{
 		Node:            id,
@@ -104,7 +105,11 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		GroupTTL:        cfg.Queue.GroupTTL,
 		MaxGroups:       cfg.Queue.MaxGroups,
 		OnGroup:         onGroup,
+		Peers:           peers,
 	}, l, n.publishCore, logger)
+	if n.cluster != nil {
+		n.cluster.attach(n.queues, n.publishCore)
+	}
 	users := map[string]string{}
 	for _, u := range cfg.NATS.Users {
 		users[u.User] = u.Password

@@ -62,24 +62,33 @@ type PartitionStatus struct {
 
 // GroupStatus is one queue group.
 type GroupStatus struct {
-	Filter       string         `json:"filter"`
-	Queue        string         `json:"queue"`
-	Declared     bool           `json:"declared"`
-	Members      int            `json:"members"`
-	InFlight     int            `json:"in_flight"`
-	Pending      int            `json:"pending"`
-	Lag          uint64         `json:"lag"` // durable records not yet committed, all partitions
-	Delivered    uint64         `json:"delivered"`
-	Acked        uint64         `json:"acked"`
-	Naks         uint64         `json:"naks"`
-	Redeliveries uint64         `json:"redeliveries"`
-	DeadLetters  uint64         `json:"dead_letters"`
-	Active       int            `json:"active_devices"`
-	LatencyP50ms float64        `json:"latency_p50_ms"`
-	LatencyP99ms float64        `json:"latency_p99_ms"`
-	PartitionLag map[int]uint64 `json:"partition_lag"`
-	MemberList   []MemberStatus `json:"member_list"`
-	WindowSpan   map[int]int    `json:"window_span"`
+	Filter       string  `json:"filter"`
+	Queue        string  `json:"queue"`
+	Declared     bool    `json:"declared"`
+	Members      int     `json:"members"`
+	InFlight     int     `json:"in_flight"`
+	Pending      int     `json:"pending"`
+	Lag          uint64  `json:"lag"` // durable records not yet committed, all partitions
+	Delivered    uint64  `json:"delivered"`
+	Acked        uint64  `json:"acked"`
+	Naks         uint64  `json:"naks"`
+	Redeliveries uint64  `json:"redeliveries"`
+	DeadLetters  uint64  `json:"dead_letters"`
+	Active       int     `json:"active_devices"`
+	LatencyP50ms float64 `json:"latency_p50_ms"`
+	LatencyP99ms float64 `json:"latency_p99_ms"`
+	// PartitionLag and WindowSpan are keyed by partition: "3" for this
+	// node's, "gw-b/3" for a peer's (on the leader of a cluster group).
+	PartitionLag map[string]uint64 `json:"partition_lag"`
+	MemberList   []MemberStatus    `json:"member_list"`
+	WindowSpan   map[string]int    `json:"window_span"`
+	// Leading: this node delivers the group (always on a standalone node);
+	// the delivery figures above are only known there.
+	Leading bool `json:"leading"`
+	// MembersByNode counts the group's members on each node of the cluster.
+	MembersByNode map[string]int `json:"members_by_node,omitempty"`
+	// Forwards counts deliveries to members on other nodes.
+	Forwards uint64 `json:"forwards"`
 }
 
 // MemberStatus is one member of a group.
@@ -155,13 +164,24 @@ func statusOf(s *metrics.Snapshot) Status {
 			Delivered: g.Core.Delivered, Acked: g.Core.Acked, Naks: g.Core.Naks,
 			Redeliveries: g.Core.Redeliveries, DeadLetters: g.Core.DeadLetters, Active: g.Core.ActiveDevices,
 			LatencyP50ms: ms(g.Latency.Quantile(0.5)), LatencyP99ms: ms(g.Latency.Quantile(0.99)),
-			PartitionLag: map[int]uint64{}, WindowSpan: map[int]int{}}
-		for _, p := range g.Core.Partitions {
-			if lag := s.PartitionLag(p.Partition, p.Committed); lag > 0 {
-				gs.Lag += lag
-				gs.PartitionLag[p.Partition] = lag
+			PartitionLag: map[string]uint64{}, WindowSpan: map[string]int{},
+			Leading: g.Leading, Forwards: g.Forwards}
+		if len(g.Members) > 0 {
+			gs.MembersByNode = g.Members
+		}
+		if !g.Leading {
+			gs.Members = 0
+			for _, n := range g.Members {
+				gs.Members += n
 			}
-			gs.WindowSpan[p.Partition] = p.Span
+		}
+		for _, p := range g.Core.Partitions {
+			name, lag := s.GroupPartition(&g, p.Partition, p.Committed)
+			if lag > 0 {
+				gs.Lag += lag
+				gs.PartitionLag[name] = lag
+			}
+			gs.WindowSpan[name] = p.Span
 		}
 		for _, m := range g.Core.MemberList {
 			gs.MemberList = append(gs.MemberList, MemberStatus{ID: string(m.ID), Credit: m.Credit, InFlight: m.InFlight})

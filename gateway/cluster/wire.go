@@ -80,11 +80,13 @@ type RawRecord struct {
 }
 
 // FetchResp answers a FetchReq: records in offset order and the next offset
-// to read (after trailing skipped offsets too), or Err.
+// to read (after trailing skipped offsets too), the partition's durable
+// offset (for lag), or Err.
 type FetchResp struct {
 	ID      uint64
 	Err     string
 	Next    uint64
+	Durable uint64
 	Records []RawRecord
 }
 
@@ -198,6 +200,7 @@ func AppendFetchResp(dst []byte, m *FetchResp) []byte {
 	dst = binary.AppendUvarint(dst, m.ID)
 	dst = appendString(dst, m.Err)
 	dst = binary.AppendUvarint(dst, m.Next)
+	dst = binary.AppendUvarint(dst, m.Durable)
 	dst = binary.AppendUvarint(dst, uint64(len(m.Records)))
 	for _, r := range m.Records {
 		dst = binary.AppendUvarint(dst, r.Offset)
@@ -338,6 +341,7 @@ func DecodeFetchReq(b []byte) (FetchReq, error) {
 func DecodeFetchResp(b []byte) (FetchResp, error) {
 	r := reader{fields{b: b}}
 	m := FetchResp{ID: r.uvarint(^uint64(0), "id"), Err: r.str(maxErrText), Next: r.uvarint(^uint64(0), "next")}
+	m.Durable = r.uvarint(^uint64(0), "durable")
 	n := r.uvarint(maxRecordsInMsg, "record count")
 	if r.err == nil && n > 0 {
 		m.Records = make([]RawRecord, 0, min(n, uint64(len(r.b)/2)))
@@ -370,6 +374,13 @@ func DecodeCommitResp(b []byte) (CommitResp, error) {
 	r := reader{fields{b: b}}
 	m := CommitResp{ID: r.uvarint(^uint64(0), "id"), Err: r.str(maxErrText)}
 	return m, r.end("committed")
+}
+
+// ResponseID reads the request ID at the front of a POSITIONED, FETCHED or
+// COMMITTED body.
+func ResponseID(b []byte) (uint64, bool) {
+	id, n := binary.Uvarint(b)
+	return id, n > 0
 }
 
 // DecodeForward decodes a FORWARD body; Header and Payload alias b.

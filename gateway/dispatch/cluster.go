@@ -347,9 +347,18 @@ func (r *Registry) Groups() []GroupKey {
 	return out
 }
 
+// goneAck is relayed to a leader in place of an acknowledgement when a
+// forwarded delivery found its member gone or unable to take it: the leader
+// removes the member, as it does with a local member that refuses, and its
+// messages go to others. Workers cannot send it (ParseAckPayload refuses it).
+const goneAck = "+EQGONE"
+
+// ackGone is the AckKind of a relayed goneAck.
+const ackGone AckKind = 100
+
 // Forwarded hands a delivery that node's leader forwarded to one of this
-// node's members. When the member is gone or cannot take it, the delivery
-// is refused back to the leader (a nak), so it goes to another member.
+// node's members. When the member is gone or cannot take it, the leader is
+// told (goneAck), so the member's messages go to another member.
 func (r *Registry) Forwarded(from string, key GroupKey, member queue.MemberID, d *Delivery) {
 	r.counters.forwardsIn.Add(1)
 	gid := ackGroupID(d.Reply)
@@ -369,7 +378,7 @@ func (r *Registry) Forwarded(from string, key GroupKey, member queue.MemberID, d
 	}
 	r.counters.forwardsRefused.Add(1)
 	if d.Reply != "" {
-		r.cfg.Peers.RelayAck(from, d.Reply, []byte("-NAK"))
+		r.cfg.Peers.RelayAck(from, d.Reply, []byte(goneAck))
 	}
 }
 

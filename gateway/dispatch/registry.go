@@ -457,6 +457,9 @@ func (r *Registry) ack(subject string, payload []byte, relay bool) error {
 		return err
 	}
 	kind, delay, err := ParseAckPayload(payload)
+	if err != nil && !relay && string(payload) == goneAck {
+		kind, err = ackGone, nil
+	}
 	if err != nil {
 		r.counters.badAcks.Add(1)
 		return err
@@ -474,6 +477,9 @@ func (r *Registry) ack(subject string, payload []byte, relay bool) error {
 		}
 	}
 	r.mu.Unlock()
+	if run != nil && kind == ackGone {
+		return run.send(event{kind: evLeave, member: queue.MemberID(tok.member)})
+	}
 	if run != nil {
 		return run.send(event{kind: evAck, tok: tok, ack: kind, delay: delay})
 	}

@@ -199,20 +199,23 @@ func renderGroups(e *enc, s *Snapshot) {
 		// Per partition: what is durable and not yet committed (lag), and
 		// the offset window (fetched and not committed: delivered max −
 		// committed, bounded by read-ahead).
+		// In a cluster the leader reads every node's partitions: a peer's
+		// is labelled "<node>/<partition>".
 		perPart := []struct {
 			name string
-			v    func(committed uint64, span int, p int) uint64
+			v    func(committed, lag uint64, span int) uint64
 		}{
-			{"edgeq_group_lag", func(c uint64, _ int, p int) uint64 { return s.PartitionLag(p, c) }},
-			{"edgeq_group_committed_offset", func(c uint64, _ int, _ int) uint64 { return c }},
-			{"edgeq_group_window_span", func(_ uint64, span int, _ int) uint64 { return uint64(max(span, 0)) }},
+			{"edgeq_group_lag", func(_, lag uint64, _ int) uint64 { return lag }},
+			{"edgeq_group_committed_offset", func(c, _ uint64, _ int) uint64 { return c }},
+			{"edgeq_group_window_span", func(_, _ uint64, span int) uint64 { return uint64(max(span, 0)) }},
 		}
 		for _, f := range perPart {
 			e.family(f.name, gauge)
 			for i := range s.Groups {
 				g := &s.Groups[i]
 				for _, p := range g.Core.Partitions {
-					e.u(f.name, f.v(p.Committed, p.Span, p.Partition), "filter", g.Key.Filter, "queue", g.Key.Queue, "partition", strconv.Itoa(p.Partition))
+					name, lag := s.GroupPartition(g, p.Partition, p.Committed)
+					e.u(f.name, f.v(p.Committed, lag, p.Span), "filter", g.Key.Filter, "queue", g.Key.Queue, "partition", name)
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strconv"
 	"time"
 
 	"edgeq/bridge/mqtt"
@@ -86,4 +87,22 @@ func (s *Snapshot) PartitionLag(p int, committed uint64) uint64 {
 		return d - committed
 	}
 	return 0
+}
+
+// GroupPartition names partition p of group g ("3" for this node's, "gw-b/3"
+// for a peer's in a cluster) and tells its lag: for a peer's partition the
+// owner's durable offset as the leader last heard it.
+func (s *Snapshot) GroupPartition(g *dispatch.GroupStats, p int, committed uint64) (name string, lag uint64) {
+	ref, remote := g.Partitions[p]
+	if !remote || ref.Node == s.Node {
+		local := p
+		if remote {
+			local = ref.Partition
+		}
+		return strconv.Itoa(local), s.PartitionLag(local, committed)
+	}
+	if ref.Durable > committed {
+		lag = ref.Durable - committed
+	}
+	return ref.Node + "/" + strconv.Itoa(ref.Partition), lag
 }

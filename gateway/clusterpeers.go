@@ -1,0 +1,526 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"edgeq/discovery/election"
+	"edgeq/gateway/cluster"
+	"edgeq/gateway/dispatch"
+	"edgeq/gateway/queue"
+)
+
+// peerLink carries the queue groups' data path over the peer connections:
+// it is the registry's dispatch.Peers (requests to other nodes, with this
+// node's epoch as their leader) and serves the same requests from other
+// nodes (fenced by the elector) — positions, fetches, commits, forwarded
+// deliveries, relayed acknowledgements and member lists.
+type peerLink struct {
+	mgr     *cluster.Manager
+	elector *cluster.Elector
+	reg     *dispatch.Registry
+	publish func(subject string, header, payload []byte) // this node's core subjects
+	logger  *slog.Logger
+	// fetchWait is how long an owner holds a fetch with nothing new.
+	fetchWait time.Duration
+	// requestSlack is added to a request's own time for the round trip.
+	requestSlack time.Duration
+
+	mu      sync.Mutex
+	leading map[string]election.Epoch // groups delivered here, until their runner stopped; bound: groups
+	pending map[uint64]*request       // requests waiting for an answer; bound: runners × partitions + commits
+	serving map[string]*peerServing   // per peer: its requests being served here; bound: MaxPeers
+	nextID  atomic.Uint64
+
+	// Member lists to send: dirty groups go to every peer, new peers get
+	// every group. One goroutine sends, so a Join never waits for the network.
+	syncMu     sync.Mutex
+	dirty      map[dispatch.GroupKey]bool // bound: groups
+	newPeers   map[string]bool            // bound: MaxPeers
+	syncWake   chan struct{}
+	bufs       sync.Pool
+	fencedReqs atomic.Uint64
+}
+
+type request struct {
+	node   string
+	answer chan []byte // cap 1: the body, copied
+}
+
+// peerServing bounds and cancels what a peer asked of this node.
+type peerServing struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	slots  chan struct{} // fetches served at once for this peer
+}
+
+// maxServedFetches bounds the fetches one peer may have held here at once
+// (one per group and partition it reads).
+const maxServedFetches = 4096
+
+// maxFetchAnswer caps the records of one FETCHED answer, so the send queue
+// to a leader that reads many partitions stays small.
+const maxFetchAnswer = 256 << 10
+
+func newPeerLink(mgr *cluster.Manager, logger *slog.Logger) *peerLink {
+	return &peerLink{mgr: mgr, logger: logger, fetchWait: 5 * time.Second, requestSlack: 10 * time.Second,
+		leading: map[string]election.Epoch{}, pending: map[uint64]*request{}, serving: map[string]*peerServing{},
+		dirty: map[dispatch.GroupKey]bool{}, newPeers: map[string]bool{}, syncWake: make(chan struct{}, 1),
+		bufs: sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}}
+}
+
+var _ dispatch.Peers = (*peerLink)(nil)
+
+// groupKey parses an election group name (GroupKey.String: filter, space, queue).
+func groupKey(name string) dispatch.GroupKey {
+	f, q, _ := strings.Cut(name, " ")
+	return dispatch.GroupKey{Filter: f, Queue: q}
+}
+
+func wireGroup(k dispatch.GroupKey) cluster.GroupName {
+	return cluster.GroupName{Filter: k.Filter, Queue: k.Queue}
+}
+
+// errNotLeading: a request for a group this node no longer delivers.
+var errNotLeading = errors.New("cluster: this node does not lead the group")
+
+func (p *peerLink) epoch(key dispatch.GroupKey) (election.Epoch, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.leading[key.String()]
+	if !ok {
+		return election.Epoch{}, errNotLeading
+	}
+	return e, nil
+}
+
+// request sends a frame whose answer carries id and waits for it.
+func (p *peerLink) request(ctx context.Context, node string, id uint64, t cluster.Type, body []byte, timeout time.Duration) ([]byte, error) {
+	req := &request{node: node, answer: make(chan []byte, 1)}
+	p.mu.Lock()
+	p.pending[id] = req
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.pending, id)
+		p.mu.Unlock()
+	}()
+	if err := p.mgr.Send(node, t, body); err != nil {
+		return nil, err
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case b, ok := <-req.answer:
+		if !ok {
+			return nil, fmt.Errorf("cluster: peer %s went down", node)
+		}
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+		return nil, fmt.Errorf("cluster: no answer from %s within %v", node, timeout)
+	}
+}
+
+// Position implements dispatch.Peers.
+func (p *peerLink) Position(ctx context.Context, node string, key dispatch.GroupKey, deliverAll bool) ([]uint64, error) {
+	ep, err := p.epoch(key)
+	if err != nil {
+		return nil, err
+	}
+	id := p.nextID.Add(1)
+	body := cluster.AppendPositionReq(nil, &cluster.PositionReq{ID: id, Group: wireGroup(key), Epoch: ep, DeliverAll: deliverAll})
+	ans, err := p.request(ctx, node, id, cluster.TypePosition, body, p.requestSlack)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cluster.DecodePositionResp(ans)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Err != "" {
+		return nil, fmt.Errorf("cluster: position at %s: %s", node, resp.Err)
+	}
+	return resp.Next, nil
+}
+
+// Fetch implements dispatch.Peers.
+func (p *peerLink) Fetch(ctx context.Context, node string, key dispatch.GroupKey, f dispatch.RemoteFetch) (dispatch.RemoteBatch, error) {
+	ep, err := p.epoch(key)
+	if err != nil {
+		return dispatch.RemoteBatch{}, err
+	}
+	id := p.nextID.Add(1)
+	body := cluster.AppendFetchReq(nil, &cluster.FetchReq{ID: id, Group: wireGroup(key), Epoch: ep, Partition: f.Partition,
+		From: f.From, MaxMsgs: f.MaxMsgs, MaxBytes: f.MaxBytes, WaitMillis: int(p.fetchWait / time.Millisecond)})
+	ans, err := p.request(ctx, node, id, cluster.TypeFetch, body, p.fetchWait+p.requestSlack)
+	if err != nil {
+		return dispatch.RemoteBatch{}, err
+	}
+	resp, err := cluster.DecodeFetchResp(ans) // ans is a copy: the records may alias it
+	if err != nil {
+		return dispatch.RemoteBatch{}, err
+	}
+	if resp.Err != "" {
+		return dispatch.RemoteBatch{}, fmt.Errorf("cluster: fetch at %s: %s", node, resp.Err)
+	}
+	b := dispatch.RemoteBatch{Next: resp.Next, Durable: resp.Durable, Records: make([]dispatch.RemoteRecord, len(resp.Records))}
+	for i, r := range resp.Records {
+		b.Records[i] = dispatch.RemoteRecord{Offset: r.Offset, Raw: r.Raw}
+	}
+	return b, nil
+}
+
+// Commit implements dispatch.Peers.
+func (p *peerLink) Commit(ctx context.Context, node string, key dispatch.GroupKey, offsets []dispatch.PartitionOffset) error {
+	ep, err := p.epoch(key)
+	if err != nil {
+		return err
+	}
+	id := p.nextID.Add(1)
+	req := cluster.CommitReq{ID: id, Group: wireGroup(key), Epoch: ep, Offsets: make([]cluster.PartitionOffset, len(offsets))}
+	for i, o := range offsets {
+		req.Offsets[i] = cluster.PartitionOffset{Partition: o.Partition, Offset: o.Offset}
+	}
+	ans, err := p.request(ctx, node, id, cluster.TypeCommit, cluster.AppendCommitReq(nil, &req), p.requestSlack)
+	if err != nil {
+		return err
+	}
+	resp, err := cluster.DecodeCommitResp(ans)
+	if err != nil {
+		return err
+	}
+	if resp.Err != "" {
+		return fmt.Errorf("cluster: commit at %s: %s", node, resp.Err)
+	}
+	return nil
+}
+
+// Forward implements dispatch.Peers: queued on the peer connection, never
+// waiting (a full queue closes the connection, see cluster.Manager.Send).
+func (p *peerLink) Forward(node string, key dispatch.GroupKey, member queue.MemberID, d *dispatch.Delivery) bool {
+	bp := p.bufs.Get().(*[]byte)
+	*bp = cluster.AppendForward((*bp)[:0], &cluster.Forward{Group: wireGroup(key), Member: string(member),
+		Subject: d.Subject, Reply: d.Reply, Header: d.Header, Payload: d.Payload})
+	err := p.mgr.Send(node, cluster.TypeForward, *bp)
+	if cap(*bp) <= 64<<10 {
+		p.bufs.Put(bp)
+	}
+	return err == nil
+}
+
+// RelayAck implements dispatch.Peers.
+func (p *peerLink) RelayAck(node, subject string, payload []byte) bool {
+	body := cluster.AppendAckRelay(nil, &cluster.AckRelay{Subject: subject, Payload: payload})
+	return p.mgr.Send(node, cluster.TypeAck, body) == nil
+}
+
+// PublishAll implements dispatch.Peers: a core message for every peer.
+func (p *peerLink) PublishAll(subject string, header, payload []byte) {
+	body := cluster.AppendForward(nil, &cluster.Forward{Subject: subject, Header: header, Payload: payload})
+	for _, ps := range p.mgr.Peers() {
+		_ = p.mgr.Send(ps.Node, cluster.TypeForward, body)
+	}
+}
+
+// MembersChanged implements dispatch.Peers.
+func (p *peerLink) MembersChanged(key dispatch.GroupKey) {
+	p.syncMu.Lock()
+	if len(p.dirty) < 4096 {
+		p.dirty[key] = true
+	}
+	p.syncMu.Unlock()
+	p.wakeSync()
+}
+
+func (p *peerLink) wakeSync() {
+	select {
+	case p.syncWake <- struct{}{}:
+	default:
+	}
+}
+
+// runSync sends member lists: each dirty group's to every peer, every
+// group's to a peer that came up.
+func (p *peerLink) runSync(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.syncWake:
+		}
+		p.syncMu.Lock()
+		dirty, fresh := p.dirty, p.newPeers
+		p.dirty, p.newPeers = map[dispatch.GroupKey]bool{}, map[string]bool{}
+		p.syncMu.Unlock()
+		peers := p.mgr.Peers()
+		if len(fresh) > 0 {
+			for _, key := range p.reg.Groups() {
+				dirty[key] = true
+			}
+		}
+		for key := range dirty {
+			ms, all, declared, ok := p.reg.LocalMembers(key)
+			if !ok {
+				continue
+			}
+			msg := cluster.Members{Group: wireGroup(key), DeliverAll: all, Declared: declared, Members: make([]cluster.MemberInfo, len(ms))}
+			for i, m := range ms {
+				msg.Members[i] = cluster.MemberInfo{ID: string(m.ID), Credit: m.Credit}
+			}
+			body := cluster.AppendMembers(nil, &msg)
+			for _, ps := range peers {
+				_ = p.mgr.Send(ps.Node, cluster.TypeMembers, body)
+			}
+		}
+	}
+}
+
+// Lead is called by the elector: this node delivers the group at epoch.
+func (p *peerLink) Lead(group string, epoch election.Epoch) {
+	p.mu.Lock()
+	p.leading[group] = epoch
+	p.mu.Unlock()
+	p.logger.Info("leading queue group", "group", group, "epoch", epoch.String())
+	if err := p.reg.Lead(groupKey(group)); err != nil {
+		p.logger.Error("lead queue group", "group", group, "err", err)
+	}
+}
+
+// handOverDrain bounds the drain of a hand-over; the election's
+// HandOverTimeout (5s by default) must exceed it.
+const handOverDrain = 3 * time.Second
+
+// StepDown is called by the elector: stop delivering group. A hand-over
+// drains and commits at every owner before the elector hears Drained.
+func (p *peerLink) StepDown(group string, epoch election.Epoch, handOver bool) {
+	p.logger.Info("stepping down", "group", group, "epoch", epoch.String(), "hand_over", handOver)
+	done := p.reg.StepDown(groupKey(group), handOver, time.Now().Add(handOverDrain))
+	go func() {
+		<-done
+		p.mu.Lock()
+		if p.leading[group] == epoch {
+			delete(p.leading, group)
+		}
+		p.mu.Unlock()
+		if handOver {
+			p.elector.Drained(group, epoch) // outside the elector's lock
+		}
+	}()
+}
+
+// Leading reports whether this node delivers group.
+func (p *peerLink) Leading(group string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.leading[group]
+	return ok
+}
+
+// PeerUp and PeerDown come from the peer manager (after the elector).
+func (p *peerLink) PeerUp(node string, info cluster.PeerInfo) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.mu.Lock()
+	if old := p.serving[node]; old != nil {
+		old.cancel()
+	}
+	p.serving[node] = &peerServing{ctx: ctx, cancel: cancel, slots: make(chan struct{}, maxServedFetches)}
+	p.mu.Unlock()
+	p.reg.PeerUp(node, info.Partitions)
+	p.syncMu.Lock()
+	p.newPeers[node] = true
+	p.syncMu.Unlock()
+	p.wakeSync()
+}
+
+// PeerDown fails the requests waiting on node and ends what it asked here.
+func (p *peerLink) PeerDown(node string) {
+	p.mu.Lock()
+	for id, req := range p.pending {
+		if req.node == node {
+			close(req.answer)
+			delete(p.pending, id)
+		}
+	}
+	if s := p.serving[node]; s != nil {
+		s.cancel()
+		delete(p.serving, node)
+	}
+	p.mu.Unlock()
+	p.reg.PeerDown(node)
+}
+
+// Frame handles a data-path frame from node; it runs on the connection's
+// reader, so anything that may wait runs on its own goroutine.
+func (p *peerLink) Frame(node string, f cluster.Frame) {
+	switch f.Type {
+	case cluster.TypePositioned, cluster.TypeFetched, cluster.TypeCommitted:
+		p.answer(f.Body)
+	case cluster.TypePosition:
+		m, err := cluster.DecodePositionReq(f.Body)
+		if err != nil {
+			p.bad(node, f.Type, err)
+			return
+		}
+		go p.servePosition(node, m)
+	case cluster.TypeFetch:
+		m, err := cluster.DecodeFetchReq(f.Body)
+		if err != nil {
+			p.bad(node, f.Type, err)
+			return
+		}
+		p.serveFetch(node, m)
+	case cluster.TypeCommit:
+		m, err := cluster.DecodeCommitReq(f.Body)
+		if err != nil {
+			p.bad(node, f.Type, err)
+			return
+		}
+		// In order on the connection: a leader's final commits are stored
+		// before its hand-over's DRAINED, sent after them, is read.
+		p.serveCommit(node, m)
+	case cluster.TypeForward:
+		m, err := cluster.DecodeForward(f.Body)
+		if err != nil {
+			p.bad(node, f.Type, err)
+			return
+		}
+		if m.Member == "" {
+			if p.publish != nil && strings.HasPrefix(m.Subject, dispatch.DLQPrefix) {
+				p.publish(m.Subject, m.Header, m.Payload)
+			}
+			return
+		}
+		d := dispatch.Delivery{Subject: m.Subject, Reply: m.Reply, Header: m.Header, Payload: m.Payload}
+		p.reg.Forwarded(node, dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}, queue.MemberID(m.Member), &d)
+	case cluster.TypeAck:
+		m, err := cluster.DecodeAckRelay(f.Body)
+		if err != nil {
+			p.bad(node, f.Type, err)
+			return
+		}
+		_ = p.reg.RelayedAck(m.Subject, m.Payload)
+	case cluster.TypeMembers:
+		m, err := cluster.DecodeMembers(f.Body)
+		if err != nil {
+			p.bad(node, f.Type, err)
+			return
+		}
+		ms := make([]dispatch.RemoteMember, len(m.Members))
+		for i, x := range m.Members {
+			ms[i] = dispatch.RemoteMember{ID: queue.MemberID(x.ID), Credit: x.Credit}
+		}
+		key := dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}
+		if err := p.reg.RemoteMembers(node, key, m.DeliverAll, m.Declared, ms); err != nil {
+			p.logger.Warn("members of a peer refused", "peer", node, "group", key.String(), "err", err)
+		}
+	}
+}
+
+func (p *peerLink) bad(node string, t cluster.Type, err error) {
+	p.logger.Warn("bad frame from peer", "peer", node, "type", t, "err", err)
+}
+
+func (p *peerLink) answer(body []byte) {
+	id, ok := cluster.ResponseID(body)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	req := p.pending[id]
+	delete(p.pending, id)
+	p.mu.Unlock()
+	if req != nil {
+		req.answer <- bytes.Clone(body) // the frame's buffer is reused by the reader
+	}
+}
+
+// fence checks a leader's epoch for group before its request is served; a
+// group new here joins the election first.
+func (p *peerLink) fence(g cluster.GroupName, epoch election.Epoch) error {
+	name := g.Filter + " " + g.Queue
+	err := p.elector.Fence(name, epoch)
+	if errors.Is(err, election.ErrUnknownGroup) {
+		if aerr := p.elector.AddGroup(name); aerr != nil && !errors.Is(aerr, election.ErrGroupExists) {
+			return aerr
+		}
+		err = p.elector.Fence(name, epoch)
+	}
+	if err != nil {
+		p.fencedReqs.Add(1)
+	}
+	return err
+}
+
+func (p *peerLink) servePosition(node string, m cluster.PositionReq) {
+	resp := cluster.PositionResp{ID: m.ID}
+	if err := p.fence(m.Group, m.Epoch); err != nil {
+		resp.Err = err.Error()
+	} else if next, err := p.reg.ServePosition(dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}, m.DeliverAll); err != nil {
+		resp.Err = err.Error()
+	} else {
+		resp.Next = next
+	}
+	_ = p.mgr.Send(node, cluster.TypePositioned, cluster.AppendPositionResp(nil, &resp))
+}
+
+func (p *peerLink) serveFetch(node string, m cluster.FetchReq) {
+	p.mu.Lock()
+	s := p.serving[node]
+	p.mu.Unlock()
+	fail := func(why string) {
+		_ = p.mgr.Send(node, cluster.TypeFetched, cluster.AppendFetchResp(nil, &cluster.FetchResp{ID: m.ID, Err: why}))
+	}
+	if s == nil {
+		fail("peer not up")
+		return
+	}
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		fail("too many fetches held")
+		return
+	}
+	go func() {
+		defer func() { <-s.slots }()
+		if err := p.fence(m.Group, m.Epoch); err != nil {
+			fail(err.Error())
+			return
+		}
+		wait := min(time.Duration(m.WaitMillis)*time.Millisecond, time.Minute)
+		b, err := p.reg.ReadPartition(s.ctx, m.Partition, m.From, m.MaxMsgs, min(m.MaxBytes, maxFetchAnswer), wait)
+		if err != nil {
+			fail(err.Error())
+			return
+		}
+		resp := cluster.FetchResp{ID: m.ID, Next: b.Next, Durable: p.reg.Durable(m.Partition), Records: make([]cluster.RawRecord, len(b.Entries))}
+		for i, e := range b.Entries {
+			resp.Records[i] = cluster.RawRecord{Offset: e.Offset, Raw: e.Raw}
+		}
+		_ = p.mgr.SendWait(s.ctx, node, cluster.TypeFetched, cluster.AppendFetchResp(nil, &resp))
+	}()
+}
+
+func (p *peerLink) serveCommit(node string, m cluster.CommitReq) {
+	resp := cluster.CommitResp{ID: m.ID}
+	if err := p.fence(m.Group, m.Epoch); err != nil {
+		resp.Err = err.Error()
+	} else {
+		offs := make([]dispatch.PartitionOffset, len(m.Offsets))
+		for i, o := range m.Offsets {
+			offs[i] = dispatch.PartitionOffset{Partition: o.Partition, Offset: o.Offset}
+		}
+		if err := p.reg.ServeCommit(dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}, offs); err != nil {
+			resp.Err = err.Error()
+		}
+	}
+	_ = p.mgr.Send(node, cluster.TypeCommitted, cluster.AppendCommitResp(nil, &resp))
+}

@@ -1,0 +1,390 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"edgeq/gateway/queue"
+	"edgeq/wal"
+)
+
+// memNet connects registries in one process: each node's Peers calls the
+// other registries' serving side directly. It stands in for the peer
+// connections (tested with real sockets in e2e) so that the data path —
+// positions, long-poll fetches, forwards, relayed acks, commits at owners,
+// hand-over — is tested on real logs, deterministically and fast.
+type memNet struct {
+	mu    sync.Mutex
+	regs  map[string]*Registry
+	down  map[string]bool // nodes cut off
+	dead  []string        // dead letters published to peers
+	fails int             // calls refused because a node was cut off
+}
+
+type memPeers struct {
+	net  *memNet
+	self string
+}
+
+func (n *memNet) peer(from, to string) (*Registry, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.down[from] || n.down[to] || n.regs[to] == nil {
+		n.fails++
+		return nil, fmt.Errorf("memnet: %s unreachable from %s", to, from)
+	}
+	return n.regs[to], nil
+}
+
+func (p *memPeers) Position(ctx context.Context, node string, key GroupKey, deliverAll bool) ([]uint64, error) {
+	r, err := p.net.peer(p.self, node)
+	if err != nil {
+		return nil, err
+	}
+	return r.ServePosition(key, deliverAll)
+}
+
+func (p *memPeers) Fetch(ctx context.Context, node string, key GroupKey, req RemoteFetch) (RemoteBatch, error) {
+	r, err := p.net.peer(p.self, node)
+	if err != nil {
+		return RemoteBatch{}, err
+	}
+	b, err := r.ReadPartition(ctx, req.Partition, req.From, req.MaxMsgs, req.MaxBytes, 50*time.Millisecond)
+	if err != nil {
+		return RemoteBatch{}, err
+	}
+	if _, err := p.net.peer(p.self, node); err != nil {
+		return RemoteBatch{}, err // the link went down while the owner held the request
+	}
+	out := RemoteBatch{Next: b.Next, Durable: r.Durable(req.Partition)}
+	for _, e := range b.Entries {
+		out.Records = append(out.Records, RemoteRecord{Offset: e.Offset, Raw: bytes.Clone(e.Raw)})
+	}
+	return out, nil
+}
+
+func (p *memPeers) Commit(ctx context.Context, node string, key GroupKey, offsets []PartitionOffset) error {
+	r, err := p.net.peer(p.self, node)
+	if err != nil {
+		return err
+	}
+	return r.ServeCommit(key, offsets)
+}
+
+func (p *memPeers) Forward(node string, key GroupKey, member queue.MemberID, d *Delivery) bool {
+	r, err := p.net.peer(p.self, node)
+	if err != nil {
+		return false
+	}
+	c := &Delivery{Subject: strings.Clone(d.Subject), Reply: strings.Clone(d.Reply), Header: bytes.Clone(d.Header), Payload: bytes.Clone(d.Payload)}
+	go r.Forwarded(p.self, key, member, c) // the peer handles it on its own connection reader
+	return true
+}
+
+func (p *memPeers) RelayAck(node, subject string, payload []byte) bool {
+	r, err := p.net.peer(p.self, node)
+	if err != nil {
+		return false
+	}
+	go r.RelayedAck(subject, bytes.Clone(payload))
+	return true
+}
+
+func (p *memPeers) MembersChanged(key GroupKey) {
+	self := p.net.regs[p.self]
+	ms, all, declared, ok := self.LocalMembers(key)
+	if !ok {
+		return
+	}
+	for node := range p.net.regs {
+		if node == p.self {
+			continue
+		}
+		if r, err := p.net.peer(p.self, node); err == nil {
+			_ = r.RemoteMembers(p.self, key, all, declared, ms)
+		}
+	}
+}
+
+func (p *memPeers) PublishAll(subject string, header, payload []byte) {
+	p.net.mu.Lock()
+	p.net.dead = append(p.net.dead, subject)
+	p.net.mu.Unlock()
+}
+
+// clusterWorld checks what members observe across nodes: a device's
+// first deliveries in order per ingesting node, never two of one device in
+// flight, every message delivered.
+type clusterWorld struct {
+	t        testing.TB
+	mu       sync.Mutex
+	inFlight map[string]string // device -> member holding it
+	firstSeq map[string]uint64 // node/device -> last first-delivered seq
+	seen     map[string]int    // node/device/seq -> deliveries seen
+	byMember map[string]int
+	dupes    int
+}
+
+func newClusterWorld(t testing.TB) *clusterWorld {
+	return &clusterWorld{t: t, inFlight: map[string]string{}, firstSeq: map[string]uint64{}, seen: map[string]int{}, byMember: map[string]int{}}
+}
+
+type clusterMember struct {
+	id   string
+	w    *clusterWorld
+	reg  *Registry // the member's own node: acks go there
+	wg   sync.WaitGroup
+	hold time.Duration
+}
+
+func (m *clusterMember) Deliver(d *Delivery) bool {
+	h := parseHeader(m.w.t, d.Header)
+	seq, _ := strconv.ParseUint(h[HeaderSeq], 10, 64)
+	dev, node, reply := h[HeaderDevice], h[HeaderNode], strings.Clone(d.Reply)
+	m.w.enter(m.id, node, dev, seq)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		time.Sleep(m.hold)
+		m.w.exit(dev)
+		_ = m.reg.Ack(reply, nil)
+	}()
+	return true
+}
+
+func (w *clusterWorld) enter(member, node, dev string, seq uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if holder, busy := w.inFlight[dev]; busy {
+		w.t.Errorf("device %s: seq %d of %s delivered to %s while %s holds one", dev, seq, node, member, holder)
+	}
+	w.inFlight[dev] = member
+	w.byMember[member]++
+	nd := node + "/" + dev
+	key := fmt.Sprintf("%s/%d", nd, seq)
+	w.seen[key]++
+	if w.seen[key] > 1 {
+		w.dupes++
+		return
+	}
+	if seq != w.firstSeq[nd]+1 {
+		w.t.Errorf("%s: first delivery of seq %d after seq %d", nd, seq, w.firstSeq[nd])
+	}
+	w.firstSeq[nd] = seq
+}
+
+func (w *clusterWorld) exit(dev string) {
+	w.mu.Lock()
+	delete(w.inFlight, dev)
+	w.mu.Unlock()
+}
+
+func (w *clusterWorld) delivered() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.seen)
+}
+
+type memNode struct {
+	id  string
+	log *wal.Log
+	reg *Registry
+}
+
+func newMemCluster(t *testing.T, cfg queue.Config, ids ...string) (*memNet, map[string]*memNode) {
+	t.Helper()
+	net := &memNet{regs: map[string]*Registry{}, down: map[string]bool{}}
+	nodes := map[string]*memNode{}
+	for _, id := range ids {
+		l := openLog(t, t.TempDir())
+		reg := NewRegistry(Config{Node: id, TelemetryPrefix: "telemetry", Defaults: cfg, GroupTTL: time.Hour, MaxGroups: 8,
+			Peers: &memPeers{net: net, self: id}}, l, nil, quiet())
+		net.regs[id] = reg
+		nodes[id] = &memNode{id: id, log: l, reg: reg}
+		t.Cleanup(func() { l.Close() })
+	}
+	for _, a := range ids {
+		for _, b := range ids {
+			if a != b {
+				nodes[a].reg.PeerUp(b, nodes[b].log.NumPartitions())
+			}
+		}
+	}
+	return net, nodes
+}
+
+func publishOn(t testing.TB, l *wal.Log, prefix string, devices, perDevice int) {
+	t.Helper()
+	for i := 0; i < perDevice; i++ {
+		for d := 0; d < devices; d++ {
+			if _, err := l.Append(context.Background(), &wal.Record{Device: fmt.Sprintf("%s%d", prefix, d), Payload: []byte("x")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestClusterDeliveryAndHandOver: a group led by node a reads the logs of a
+// and b and delivers to members on both; one device is ingested on both
+// nodes. Then a hands over to b (drain, commits at the owners) and b goes
+// on from the committed offsets: nothing acked is delivered again, nothing
+// is lost, order per node and device holds, never two in flight.
+func TestClusterDeliveryAndHandOver(t *testing.T) {
+	cfg := queue.DefaultConfig()
+	cfg.Deliver = queue.DeliverAll
+	_, nodes := newMemCluster(t, cfg, "a", "b")
+	a, b := nodes["a"], nodes["b"]
+	key := GroupKey{Filter: "telemetry.>", Queue: "q"}
+	w := newClusterWorld(t)
+	ma := &clusterMember{id: "ma", w: w, reg: a.reg, hold: time.Millisecond}
+	mb := &clusterMember{id: "mb", w: w, reg: b.reg, hold: time.Millisecond}
+	if err := a.reg.Join(key, "ma", ma, 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.reg.Join(key, "mb", mb, 8); err != nil {
+		t.Fatal(err)
+	}
+	publishOn(t, a.log, "a-dev-", 10, 20)
+	publishOn(t, b.log, "b-dev-", 10, 20)
+	publishOn(t, a.log, "shared-", 1, 20)
+	publishOn(t, b.log, "shared-", 1, 20)
+	if err := a.reg.Lead(key); err != nil {
+		t.Fatal(err)
+	}
+	const first = 10*20*2 + 40
+	waitFor(t, "first round delivered", 20*time.Second, func() bool { return w.delivered() == first })
+	w.mu.Lock()
+	if w.byMember["ma"] == 0 || w.byMember["mb"] == 0 {
+		t.Errorf("deliveries by member: %v (both nodes' members should get work)", w.byMember)
+	}
+	w.mu.Unlock()
+	waitFor(t, "leader stats with forwards", 5*time.Second, func() bool {
+		st := a.reg.Stats()
+		return len(st) == 1 && st[0].Leading && st[0].Members["a"] == 1 && st[0].Members["b"] == 1 && st[0].Forwards > 0
+	})
+	// Hand over: a drains and commits everywhere, then b leads.
+	<-a.reg.StepDown(key, true, time.Now().Add(2*time.Second))
+	ma.wg.Wait()
+	mb.wg.Wait()
+	if err := b.reg.Lead(key); err != nil {
+		t.Fatal(err)
+	}
+	publishOn(t, a.log, "a-dev-", 10, 5)
+	publishOn(t, b.log, "shared-", 1, 5)
+	waitFor(t, "second round delivered", 20*time.Second, func() bool { return w.delivered() == first+50+5 })
+	time.Sleep(100 * time.Millisecond)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dupes != 0 {
+		t.Errorf("%d messages delivered again after a clean hand-over", w.dupes)
+	}
+}
+
+// TestClusterPeerDownPausesItsPartitions: while the owner of some partitions
+// is unreachable the leader delivers the rest, the unreachable node's
+// members leave, and once it is back its records are delivered.
+func TestClusterPeerDownPausesItsPartitions(t *testing.T) {
+	cfg := queue.DefaultConfig()
+	cfg.Deliver = queue.DeliverAll
+	net, nodes := newMemCluster(t, cfg, "a", "b")
+	a, b := nodes["a"], nodes["b"]
+	key := GroupKey{Filter: "telemetry.>", Queue: "q"}
+	w := newClusterWorld(t)
+	ma := &clusterMember{id: "ma", w: w, reg: a.reg}
+	if err := a.reg.Join(key, "ma", ma, 8); err != nil {
+		t.Fatal(err)
+	}
+	mb := &clusterMember{id: "mb", w: w, reg: b.reg}
+	if err := b.reg.Join(key, "mb", mb, 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.reg.Lead(key); err != nil {
+		t.Fatal(err)
+	}
+	publishOn(t, a.log, "a-dev-", 3, 3)
+	publishOn(t, b.log, "b-dev-", 3, 3)
+	waitFor(t, "both logs delivered", 10*time.Second, func() bool { return w.delivered() == 18 })
+
+	net.mu.Lock()
+	net.down["b"] = true
+	net.mu.Unlock()
+	a.reg.PeerDown("b")
+	publishOn(t, b.log, "b-dev-", 3, 2) // stored on b, unreachable for now
+	publishOn(t, a.log, "a-dev-", 3, 2)
+	waitFor(t, "a's records delivered while b is away", 10*time.Second, func() bool { return w.delivered() == 24 })
+	time.Sleep(100 * time.Millisecond)
+	if n := w.delivered(); n != 24 {
+		t.Fatalf("%d delivered while b was away, want 24", n)
+	}
+	if st := a.reg.Stats(); st[0].Members["b"] != 0 {
+		t.Errorf("b's member still listed while b is down: %+v", st[0].Members)
+	}
+	net.mu.Lock()
+	net.down["b"] = false
+	net.mu.Unlock()
+	a.reg.PeerUp("b", b.log.NumPartitions())
+	waitFor(t, "b's records delivered after it returned", 10*time.Second, func() bool { return w.delivered() == 30 })
+	<-a.reg.StepDown(key, true, time.Now().Add(time.Second))
+}
+
+// TestClusterForwardRefusedIsRedelivered: a member that cannot take a
+// forwarded delivery (gone, or over its limit) is removed at the leader, as
+// a local one would be, and its message goes to another member.
+func TestClusterForwardRefusedIsRedelivered(t *testing.T) {
+	cfg := queue.DefaultConfig()
+	cfg.Deliver = queue.DeliverAll
+	_, nodes := newMemCluster(t, cfg, "a", "b")
+	a, b := nodes["a"], nodes["b"]
+	key := GroupKey{Filter: "telemetry.>", Queue: "q"}
+	w := newClusterWorld(t)
+	refusing := &refusingMember{}
+	if err := b.reg.Join(key, "mb", refusing, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.reg.Lead(key); err != nil {
+		t.Fatal(err)
+	}
+	publishOn(t, a.log, "d", 1, 3)
+	waitFor(t, "a refusal", 10*time.Second, func() bool { return refusing.count() >= 1 })
+	waitFor(t, "the refusing member removed at the leader", 10*time.Second, func() bool {
+		st := a.reg.Stats()
+		return len(st) == 1 && st[0].Core.Members == 0
+	})
+	ma := &clusterMember{id: "ma", w: w, reg: a.reg}
+	if err := a.reg.Join(key, "ma", ma, 4); err != nil {
+		t.Fatal(err)
+	}
+	b.reg.Leave(key, "mb")
+	waitFor(t, "all delivered to the member that takes them", 10*time.Second, func() bool { return w.delivered() == 3 })
+	if c := b.reg.Counters(); c.ForwardsRefused != 1 {
+		t.Errorf("counters: %+v, want one refused forward", c)
+	}
+	if st := a.reg.Stats(); st[0].Core.DeadLetters != 0 {
+		t.Errorf("dead letters: %d", st[0].Core.DeadLetters)
+	}
+	<-a.reg.StepDown(key, false, time.Now())
+}
+
+type refusingMember struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (m *refusingMember) Deliver(*Delivery) bool {
+	m.mu.Lock()
+	m.n++
+	m.mu.Unlock()
+	return false
+}
+
+func (m *refusingMember) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n
+}
