@@ -102,7 +102,7 @@ type tracker struct {
 	mu       sync.Mutex
 	inFlight map[string]inFlight
 	lastSeq  map[string]uint64 // "<node>/<device>": a device's order is per ingesting node
-	seen     map[string]int // payload -> deliveries
+	seen     map[string]int    // payload -> deliveries
 	byWorker map[string]int
 	problems int
 	// epoch counts node crashes: a crash forgets what was in flight, so a
