@@ -180,13 +180,13 @@ func (p *peerLink) Fetch(ctx context.Context, node string, key dispatch.GroupKey
 }
 
 // Commit implements dispatch.Peers.
-func (p *peerLink) Commit(ctx context.Context, node string, key dispatch.GroupKey, offsets []dispatch.PartitionOffset) error {
+func (p *peerLink) Commit(ctx context.Context, node string, key dispatch.GroupKey, offsets []dispatch.PartitionOffset, sync bool) error {
 	ep, err := p.epoch(key)
 	if err != nil {
 		return err
 	}
 	id := p.nextID.Add(1)
-	req := cluster.CommitReq{ID: id, Group: wireGroup(key), Epoch: ep, Offsets: make([]cluster.PartitionOffset, len(offsets))}
+	req := cluster.CommitReq{ID: id, Group: wireGroup(key), Epoch: ep, Sync: sync, Offsets: make([]cluster.PartitionOffset, len(offsets))}
 	for i, o := range offsets {
 		req.Offsets[i] = cluster.PartitionOffset{Partition: o.Partition, Offset: o.Offset}
 	}
@@ -518,7 +518,7 @@ func (p *peerLink) serveCommit(node string, m cluster.CommitReq) {
 		for i, o := range m.Offsets {
 			offs[i] = dispatch.PartitionOffset{Partition: o.Partition, Offset: o.Offset}
 		}
-		if err := p.reg.ServeCommit(dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}, offs); err != nil {
+		if err := p.reg.ServeCommit(dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}, offs, m.Sync); err != nil {
 			resp.Err = err.Error()
 		}
 	}

@@ -264,12 +264,24 @@ func (n *Node) goBackground(f func()) {
 func (n *Node) expireGroups(ctx context.Context) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
+	// Commits that other nodes' leaders stored here become durable as
+	// quickly as the leaders' own (a hand-over's final commits at once).
+	var flush <-chan time.Time
+	if n.cluster != nil {
+		ft := time.NewTicker(dispatch.CommitInterval)
+		defer ft.Stop()
+		flush = ft.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
 			n.queues.Expire(now)
+		case <-flush:
+			if err := n.queues.FlushOffsets(); err != nil {
+				n.logger.Error("flush offsets", "err", err)
+			}
 		}
 	}
 }

@@ -96,11 +96,14 @@ type PartitionOffset struct {
 	Offset    uint64
 }
 
-// CommitReq stores committed offsets at their owner.
+// CommitReq stores committed offsets at their owner. With Sync the owner
+// makes them durable before it confirms (a hand-over's final commits);
+// otherwise soon after (the owner flushes its offsets periodically).
 type CommitReq struct {
 	ID      uint64
 	Group   GroupName
 	Epoch   election.Epoch
+	Sync    bool
 	Offsets []PartitionOffset
 }
 
@@ -214,6 +217,7 @@ func AppendCommitReq(dst []byte, m *CommitReq) []byte {
 	dst = binary.AppendUvarint(dst, m.ID)
 	dst = appendGroup(dst, m.Group)
 	dst = appendEpoch(dst, m.Epoch)
+	dst = appendBool(dst, m.Sync)
 	dst = binary.AppendUvarint(dst, uint64(len(m.Offsets)))
 	for _, o := range m.Offsets {
 		dst = binary.AppendUvarint(dst, uint64(o.Partition))
@@ -358,6 +362,7 @@ func DecodeFetchResp(b []byte) (FetchResp, error) {
 func DecodeCommitReq(b []byte) (CommitReq, error) {
 	r := reader{fields{b: b}}
 	m := CommitReq{ID: r.uvarint(^uint64(0), "id"), Group: r.group(), Epoch: r.epoch()}
+	m.Sync = r.boolean("sync")
 	n := r.uvarint(maxPartitions, "offset count")
 	if r.err == nil && n > 0 {
 		m.Offsets = make([]PartitionOffset, 0, min(n, uint64(len(r.b)/2)))

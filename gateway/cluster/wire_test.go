@@ -24,7 +24,7 @@ func wireCases() []wireCase {
 	posErr := &PositionResp{ID: 8, Err: "stale epoch"}
 	fetch := &FetchReq{ID: 9, Group: sampleGroup, Epoch: sampleEpoch, Partition: 3, From: 812, MaxMsgs: 1024, MaxBytes: 1 << 20, WaitMillis: 5000}
 	fetched := &FetchResp{ID: 9, Next: 815, Durable: 900, Records: []RawRecord{{Offset: 812, Raw: []byte("abc")}, {Offset: 814, Raw: []byte{0, 1, 2, 255}}}}
-	commit := &CommitReq{ID: 10, Group: sampleGroup, Epoch: sampleEpoch, Offsets: []PartitionOffset{{0, 5}, {9, 1 << 33}}}
+	commit := &CommitReq{ID: 10, Group: sampleGroup, Epoch: sampleEpoch, Sync: true, Offsets: []PartitionOffset{{0, 5}, {9, 1 << 33}}}
 	committed := &CommitResp{ID: 10, Err: ""}
 	fwd := &Forward{Group: sampleGroup, Member: "gw-b/7f3a/c4-1", Subject: "telemetry.sensor-1", Reply: "$EQ.ACK.17.gw-b/7f3a/c4-1.2051.77.1",
 		Header: []byte("NATS/1.0\r\nEdgeq-Device: sensor-1\r\n\r\n"), Payload: []byte(`{"temp":21.5}`)}

@@ -41,8 +41,9 @@ type Peers interface {
 	// caller.
 	Fetch(ctx context.Context, node string, key GroupKey, req RemoteFetch) (RemoteBatch, error)
 	// Commit stores committed offsets of node's partitions at node. It waits
-	// for node's confirmation or ctx.
-	Commit(ctx context.Context, node string, key GroupKey, offsets []PartitionOffset) error
+	// for node's confirmation or ctx; with sync the owner confirms only once
+	// they are durable (otherwise it makes them durable within CommitInterval).
+	Commit(ctx context.Context, node string, key GroupKey, offsets []PartitionOffset, sync bool) error
 	// Forward queues a delivery for member on node without waiting; false
 	// when it cannot (node unreachable or too far behind). d is only valid
 	// during the call.
@@ -432,8 +433,9 @@ func (r *Registry) ServePosition(key GroupKey, deliverAll bool) ([]uint64, error
 	return next, nil
 }
 
-// ServeCommit stores a remote leader's commits of local partitions durably.
-func (r *Registry) ServeCommit(key GroupKey, offsets []PartitionOffset) error {
+// ServeCommit stores a remote leader's commits of local partitions: durable
+// at once with sync, else with the next FlushOffsets.
+func (r *Registry) ServeCommit(key GroupKey, offsets []PartitionOffset, sync bool) error {
 	consumer := key.consumerName()
 	for _, o := range offsets {
 		if o.Partition < 0 || o.Partition >= r.log.NumPartitions() {
@@ -443,8 +445,16 @@ func (r *Registry) ServeCommit(key GroupKey, offsets []PartitionOffset) error {
 			return err
 		}
 	}
+	if !sync {
+		return nil
+	}
 	return r.log.Offsets().Flush()
 }
+
+// FlushOffsets makes the committed offsets durable (a no-op when nothing
+// changed); the node calls it every second for the commits of other nodes'
+// leaders.
+func (r *Registry) FlushOffsets() error { return r.log.Offsets().Flush() }
 
 // ReadPartition serves a remote leader's FETCH of a local partition: records
 // from offset from on, waiting up to wait for durable ones.

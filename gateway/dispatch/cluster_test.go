@@ -69,12 +69,12 @@ func (p *memPeers) Fetch(ctx context.Context, node string, key GroupKey, req Rem
 	return out, nil
 }
 
-func (p *memPeers) Commit(ctx context.Context, node string, key GroupKey, offsets []PartitionOffset) error {
+func (p *memPeers) Commit(ctx context.Context, node string, key GroupKey, offsets []PartitionOffset, sync bool) error {
 	r, err := p.net.peer(p.self, node)
 	if err != nil {
 		return err
 	}
-	return r.ServeCommit(key, offsets)
+	return r.ServeCommit(key, offsets, sync)
 }
 
 func (p *memPeers) Forward(node string, key GroupKey, member queue.MemberID, d *Delivery) bool {

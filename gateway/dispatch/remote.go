@@ -191,7 +191,7 @@ func (r *runner) commitRemote(ctx context.Context) {
 		r.committing[node] = true
 		go func() {
 			cctx, cancel := context.WithTimeout(ctx, remoteCommitTimeout)
-			err := r.reg.cfg.Peers.Commit(cctx, node, r.key, offsets)
+			err := r.reg.cfg.Peers.Commit(cctx, node, r.key, offsets, false)
 			cancel()
 			_ = r.post(ctx, event{kind: evCommitDone, node: node, offsets: offsets, err: err})
 		}()
@@ -251,7 +251,7 @@ func (r *runner) finalRemoteCommits() {
 	errs := make(chan error, len(byNode))
 	for node, offsets := range byNode {
 		go func() {
-			err := r.reg.cfg.Peers.Commit(ctx, node, r.key, offsets)
+			err := r.reg.cfg.Peers.Commit(ctx, node, r.key, offsets, true)
 			if err != nil {
 				r.logger.Warn("final commit at peer failed", "node", node, "err", err)
 			}

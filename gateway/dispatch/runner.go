@@ -104,13 +104,23 @@ const eventQueue = 4096
 // remoteCommitTimeout bounds one commit round trip to a peer.
 const remoteCommitTimeout = 5 * time.Second
 
+// CommitInterval is how often a running group makes its commits durable
+// and sends those of other nodes' partitions to them (only when there are
+// new ones). A crash redelivers at most what was finished since.
+const CommitInterval = 200 * time.Millisecond
+
 func (r *runner) run(peers []string) {
 	defer r.reg.runnerStopped(r)
 	defer close(r.done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	flush := time.NewTicker(time.Second)
+	// Commits are made durable (here) and sent to the owners (other
+	// nodes) every CommitInterval: a crash redelivers what was finished
+	// since. Stats are refreshed every second.
+	flush := time.NewTicker(CommitInterval)
 	defer flush.Stop()
+	stats := time.NewTicker(time.Second)
+	defer stats.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for _, node := range peers {
@@ -148,6 +158,7 @@ func (r *runner) run(peers []string) {
 		case <-flush.C:
 			r.flushOffsets()
 			r.commitRemote(ctx)
+		case <-stats.C:
 			r.snapshotStats()
 		case <-r.stop:
 			r.flushOffsets()
