@@ -325,10 +325,14 @@ func (p *peerLink) Leading(group string) bool {
 	return ok
 }
 
-// PeerUp and PeerDown come from the peer manager (after the elector).
+// PeerUp and PeerDown come from the peer manager (after the elector). A
+// peer also comes up again on a new connection that replaced another one:
+// requests sent on the old one fail now (and are retried) rather than at
+// their timeout.
 func (p *peerLink) PeerUp(node string, info cluster.PeerInfo) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p.mu.Lock()
+	p.failPending(node)
 	if old := p.serving[node]; old != nil {
 		old.cancel()
 	}
@@ -344,12 +348,7 @@ func (p *peerLink) PeerUp(node string, info cluster.PeerInfo) {
 // PeerDown fails the requests waiting on node and ends what it asked here.
 func (p *peerLink) PeerDown(node string) {
 	p.mu.Lock()
-	for id, req := range p.pending {
-		if req.node == node {
-			close(req.answer)
-			delete(p.pending, id)
-		}
-	}
+	p.failPending(node)
 	if s := p.serving[node]; s != nil {
 		s.cancel()
 		delete(p.serving, node)
@@ -421,6 +420,16 @@ func (p *peerLink) Frame(node string, f cluster.Frame) {
 		key := dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}
 		if err := p.reg.RemoteMembers(node, key, m.DeliverAll, m.Declared, ms); err != nil {
 			p.logger.Warn("members of a peer refused", "peer", node, "group", key.String(), "err", err)
+		}
+	}
+}
+
+// failPending fails the requests waiting on node. Called with mu held.
+func (p *peerLink) failPending(node string) {
+	for id, req := range p.pending {
+		if req.node == node {
+			close(req.answer)
+			delete(p.pending, id)
 		}
 	}
 }

@@ -285,11 +285,10 @@ func (r *Registry) RemoteMembers(node string, key GroupKey, deliverAll, declared
 	var evs []event
 	for _, m := range members {
 		next[m.ID] = m.Credit
-		if c, ok := old[m.ID]; !ok {
-			evs = append(evs, event{kind: evJoin, member: m.ID, m: r.remoteMember(node, key, m.ID), credit: m.Credit})
-		} else if c != m.Credit {
-			evs = append(evs, event{kind: evCredit, member: m.ID, credit: m.Credit})
-		}
+		// Every listed member, not only new ones: the runner may have
+		// dropped one whose forward failed (a join of a present member only
+		// sets its credit).
+		evs = append(evs, event{kind: evJoin, member: m.ID, m: r.remoteMember(node, key, m.ID), credit: m.Credit})
 	}
 	for id := range old {
 		if _, ok := next[id]; !ok {
@@ -315,8 +314,7 @@ func (r *Registry) RemoteMembers(node string, key GroupKey, deliverAll, declared
 	}
 	if run != nil {
 		for _, ev := range evs {
-			ev.done = make(chan error, 1)
-			_ = run.send(ev)
+			_ = run.send(ev) // not waiting: this runs on a peer connection's reader
 		}
 	}
 	return nil
