@@ -430,8 +430,9 @@ func (n *lanNode) status() (lanStatus, error) {
 
 // lanStatus is the part of /v1/status the cluster tests read.
 type lanStatus struct {
-	Node   string `json:"node"`
-	Groups []struct {
+	Node    string `json:"node"`
+	Version string `json:"version"`
+	Groups  []struct {
 		Filter  string `json:"filter"`
 		Queue   string `json:"queue"`
 		Members int    `json:"members"`
