@@ -94,6 +94,10 @@ type lan struct {
 	k      int // third octet of the node addresses
 	bridge string
 	nodes  []string // nodes[i]: namespace of slot i, address 10.252.k.(i+1)
+	// goroutines is the count when the LAN was made: at teardown, after
+	// every node, connection and helper of the test has been cleaned up,
+	// the count must come back to it (the e2e tests do not run in parallel).
+	goroutines int
 }
 
 // newLAN creates n node namespaces on one bridge.
@@ -103,7 +107,7 @@ func newLAN(t *testing.T, n int) *lan {
 	removeStaleLANs(t)
 	seq := int(lanCounter.Add(1))
 	base := fmt.Sprintf("%s%d-%d", lanPrefix, os.Getpid(), seq)
-	l := &lan{t: t, k: seq%250 + 1, bridge: base + "-br"}
+	l := &lan{t: t, k: seq%250 + 1, bridge: base + "-br", goroutines: runtime.NumGoroutine()}
 	t.Cleanup(l.destroy)
 	l.ip("netns", "add", l.bridge)
 	l.ip("-n", l.bridge, "link", "set", "lo", "up")
@@ -130,11 +134,25 @@ func (l *lan) ip(args ...string) {
 	}
 }
 
+// destroy runs after everything the test started in the LAN has been
+// cleaned up: it reports processes still in its namespaces and goroutines
+// that outlived the test, and deletes the namespaces.
 func (l *lan) destroy() {
 	for _, ns := range append([]string{l.bridge}, l.nodes...) {
+		if out, _ := exec.Command("ip", "netns", "pids", ns).Output(); len(strings.TrimSpace(string(out))) > 0 {
+			l.t.Errorf("processes left in namespace %s: %s", ns, strings.Fields(string(out)))
+		}
 		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
 			l.t.Logf("ip netns del %s: %v: %s", ns, err, out)
 		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > l.goroutines && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > l.goroutines {
+		buf := make([]byte, 1<<20)
+		l.t.Errorf("%d goroutines outlived the test (%d before the LAN):\n%s", n-l.goroutines, l.goroutines, buf[:runtime.Stack(buf, true)])
 	}
 }
 
