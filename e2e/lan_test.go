@@ -363,7 +363,16 @@ func (l *lan) newNode(i int, spec lanSpec) *lanNode {
 		l.t.Fatal("lanSpec.ID is required")
 	}
 	spec = spec.withDefaults()
-	n := newNode(l.t, spec.yaml(net.JoinHostPort(l.addr(i), strconv.Itoa(lanPeerPort))))
+	var n *node
+	// Registered before newNode's cleanup, so it runs after the node is
+	// gone: a race-built node (EDGEQ_E2E_RACE=1) reports races on stderr.
+	l.t.Cleanup(func() {
+		if log := n.logs(); strings.Contains(log, "WARNING: DATA RACE") {
+			_, race, _ := strings.Cut(log, "WARNING: DATA RACE")
+			l.t.Errorf("%s: data race in the node:\nWARNING: DATA RACE%s", spec.ID, race[:min(len(race), 16<<10)])
+		}
+	})
+	n = newNode(l.t, spec.yaml(net.JoinHostPort(l.addr(i), strconv.Itoa(lanPeerPort))))
 	n.nodeID, n.natsPort, n.httpPort, n.netns = spec.ID, lanNATSPort, lanHTTPPort, l.ns(i)
 	tr := &http.Transport{DialContext: nsDialer{ns: l.ns(i)}.DialContext, DisableKeepAlives: true}
 	n.client = &http.Client{Transport: tr, Timeout: 5 * time.Second}
