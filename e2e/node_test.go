@@ -77,6 +77,11 @@ type node struct {
 	logMu    sync.Mutex
 	log      strings.Builder
 	exited   chan struct{}
+
+	// netns runs the node in that network namespace (ip netns exec); client
+	// then reaches its HTTP API there. Empty: the test's own namespace.
+	netns  string
+	client *http.Client
 }
 
 func newNode(t testing.TB, yaml string, env ...string) *node {
@@ -102,6 +107,14 @@ func newNode(t testing.TB, yaml string, env ...string) *node {
 func (n *node) url() string     { return fmt.Sprintf("nats://127.0.0.1:%d", n.natsPort) }
 func (n *node) httpURL() string { return fmt.Sprintf("http://127.0.0.1:%d", n.httpPort) }
 
+// httpClient reaches the node's HTTP API (inside its namespace, if any).
+func (n *node) httpClient() *http.Client {
+	if n.client != nil {
+		return n.client
+	}
+	return http.DefaultClient
+}
+
 func (n *node) logs() string {
 	n.logMu.Lock()
 	defer n.logMu.Unlock()
@@ -116,10 +129,19 @@ func (n *node) start() {
 	if n.config != "" {
 		args = append(args, "--config", n.config)
 	}
+	argv := append([]string{nodeBin}, args...)
 	if nodeWrapper != "" {
-		n.cmd = exec.Command(nodeWrapper, append([]string{nodeBin}, args...)...)
-	} else {
-		n.cmd = exec.Command(nodeBin, args...)
+		argv = append([]string{nodeWrapper}, argv...)
+	}
+	if n.netns != "" {
+		// ip netns exec execs the node in place: the pid is the node's.
+		argv = append([]string{"ip", "netns", "exec", n.netns}, argv...)
+	}
+	n.cmd = exec.Command(argv[0], argv[1:]...)
+	if n.netns != "" {
+		// A node left behind by a killed test process would keep its
+		// namespace (and its multicast) alive.
+		n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	}
 	// The harness's own EDGEQ_E2E_* variables are not the node's settings.
 	for _, kv := range os.Environ() {
@@ -152,7 +174,7 @@ func (n *node) start() {
 	}()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(n.httpURL() + "/readyz")
+		resp, err := n.httpClient().Get(n.httpURL() + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
