@@ -12,8 +12,7 @@ import (
 
 // Cluster tests on the LAN harness (lan_test.go): real edgeq nodes, each in
 // its own network namespace, finding each other by mDNS multicast alone.
-// They check membership and leadership as /v1/status reports it; delivery
-// across nodes is not asserted yet.
+// They check membership, leadership and delivery across nodes.
 
 // lanTrio is the usual three nodes: gw-c has the highest priority, so it
 // leads every group while it is up.
@@ -98,9 +97,10 @@ func TestLANDiscoveryAndElection(t *testing.T) {
 		}
 		defer sub.Unsubscribe()
 	}
-	waitNodes(t, "one member of "+lanGroup+" on every node", 10*time.Second, nodes, func(sts []lanStatus) bool {
+	// Every node knows every node's member.
+	waitNodes(t, "one member of "+lanGroup+" per node, known on every node", 10*time.Second, nodes, func(sts []lanStatus) bool {
 		for _, s := range sts {
-			if s.members(lanGroup) != 1 {
+			if s.members(lanGroup) != 3 {
 				return false
 			}
 		}

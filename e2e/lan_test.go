@@ -460,9 +460,12 @@ type lanStatus struct {
 	Node    string `json:"node"`
 	Version string `json:"version"`
 	Groups  []struct {
-		Filter  string `json:"filter"`
-		Queue   string `json:"queue"`
-		Members int    `json:"members"`
+		Filter        string         `json:"filter"`
+		Queue         string         `json:"queue"`
+		Members       int            `json:"members"` // cluster-wide
+		MembersByNode map[string]int `json:"members_by_node"`
+		Leading       bool           `json:"leading"`
+		Forwards      uint64         `json:"forwards"`
 	} `json:"groups"`
 	Cluster *struct {
 		Peers []struct {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -37,13 +38,23 @@ type publisher struct {
 
 func newPublisher(t testing.TB, url string, window int) *publisher {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.ReconnectBufSize(64<<20))
+	nc, err := nats.Connect(url, publisherOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newPublisherOn(t, nc, window)
+}
+
+func publisherOptions() []nats.Option {
+	return []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond), nats.ReconnectBufSize(64 << 20)}
+}
+
+// newPublisherOn publishes over nc (closed at cleanup).
+func newPublisherOn(t testing.TB, nc *nats.Conn, window int) *publisher {
+	t.Helper()
 	p := &publisher{t: t, nc: nc, inbox: nats.NewInbox(), window: make(chan struct{}, window),
 		acks: map[string]pubAck{}, sent: map[string]string{}}
-	_, err = nc.Subscribe(p.inbox+".*", func(m *nats.Msg) {
+	_, err := nc.Subscribe(p.inbox+".*", func(m *nats.Msg) {
 		var a pubAck
 		if err := json.Unmarshal(m.Data, &a); err != nil || a.Error != "" {
 			p.failed.Add(1)
@@ -115,6 +126,8 @@ type tracker struct {
 type inFlight struct {
 	worker string
 	epoch  int
+	seq    uint64
+	reply  string
 }
 
 // crashed starts a new epoch (call it when the node is killed).
@@ -143,9 +156,10 @@ func (tr *tracker) enter(worker string, m *nats.Msg) (device string, seq uint64)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if holder, busy := tr.inFlight[device]; busy && holder.epoch == tr.epoch {
-		tr.fail("device %s: seq %d at %s while %s holds one", device, seq, worker, holder.worker)
+		tr.fail("%s device %s: seq %d (delivery %s, %s) at %s while %s holds seq %d (%s)", time.Now().Format("15:04:05.000"),
+			device, seq, m.Header.Get("Edgeq-Deliveries"), m.Reply, worker, holder.worker, holder.seq, holder.reply)
 	}
-	tr.inFlight[device] = inFlight{worker, tr.epoch}
+	tr.inFlight[device] = inFlight{worker: worker, epoch: tr.epoch, seq: seq, reply: m.Reply}
 	payload := string(m.Data)
 	if tr.seen[payload] == 0 {
 		if seq <= tr.lastSeq[stream] {
@@ -191,11 +205,19 @@ func startWorker(t testing.TB, url, name string, tr *tracker, work func()) *nats
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = nc.QueueSubscribe("telemetry.>", "workers", func(m *nats.Msg) {
+	t.Cleanup(nc.Close)
+	startWorkerOn(t, nc, "workers", name, tr, work)
+	return nc
+}
+
+// startWorkerOn joins queue on nc.
+func startWorkerOn(t testing.TB, nc *nats.Conn, queue, name string, tr *tracker, work func()) {
+	t.Helper()
+	_, err := nc.QueueSubscribe("telemetry.>", queue, func(m *nats.Msg) {
 		device, _ := tr.enter(name, m)
 		work()
 		tr.exit(device)
-		if err := m.Ack(); err != nil {
+		if err := m.Ack(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 			tr.mu.Lock()
 			expected := tr.crashes
 			tr.mu.Unlock()
@@ -210,8 +232,6 @@ func startWorker(t testing.TB, url, name string, tr *tracker, work func()) *nats
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(nc.Close)
-	return nc
 }
 
 func randomDelay(maxMicros int) func() {

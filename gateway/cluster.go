@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"edgeq/discovery/election"
@@ -30,6 +32,11 @@ type clusterNode struct {
 	link    *peerLink
 	resp    *mdns.Responder
 	browser *mdns.Browser
+
+	// Until the startup grace ends, groups wait here for their elections.
+	gmu      sync.Mutex
+	electing bool
+	waiting  []string // bound: queue.max_groups
 }
 
 // ClusterStatus is the cluster part of /v1/status.
@@ -141,10 +148,23 @@ func (c *clusterNode) attach(reg *dispatch.Registry, publish func(subject string
 	c.link.reg, c.link.publish = reg, publish
 }
 
-// addGroup elects a leader for a queue group.
+// addGroup elects a leader for a queue group (after the startup grace).
 func (c *clusterNode) addGroup(key dispatch.GroupKey) {
-	if err := c.elector.AddGroup(key.String()); err != nil && !errors.Is(err, election.ErrGroupExists) {
-		c.logger.Warn("election group", "group", key.String(), "err", err)
+	c.gmu.Lock()
+	if !c.electing {
+		if !slices.Contains(c.waiting, key.String()) {
+			c.waiting = append(c.waiting, key.String())
+		}
+		c.gmu.Unlock()
+		return
+	}
+	c.gmu.Unlock()
+	c.addElection(key.String())
+}
+
+func (c *clusterNode) addElection(name string) {
+	if err := c.elector.AddGroup(name); err != nil && !errors.Is(err, election.ErrGroupExists) {
+		c.logger.Warn("election group", "group", name, "err", err)
 	}
 }
 
@@ -154,6 +174,7 @@ func (c *clusterNode) start(ctx context.Context, bg func(func())) error {
 	}
 	bg(func() { c.elector.Run(ctx) })
 	bg(func() { c.link.runSync(ctx) })
+	bg(func() { c.awaitPeers(ctx) })
 	bg(func() { <-ctx.Done(); c.mgr.Wait() })
 	if c.resp != nil {
 		if err := c.resp.Start(); err != nil {
@@ -170,22 +191,84 @@ func (c *clusterNode) start(ctx context.Context, bg func(func())) error {
 	return nil
 }
 
-// feedDiscovered hands addresses found by mDNS to the peer manager.
+// feedDiscovered hands the addresses mDNS finds to the peer manager as soon
+// as they change.
 func (c *clusterNode) feedDiscovered(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
+		var addrs []string
+		for _, p := range c.browser.Peers() {
+			if p.Dial != "" {
+				addrs = append(addrs, p.Dial)
+			}
+		}
+		c.mgr.SetDiscovered(addrs)
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.browser.Updates():
 		case <-t.C:
-			for _, p := range c.browser.Peers() {
-				if p.Dial != "" {
-					c.mgr.AddAddr(p.Dial)
-				}
+		}
+	}
+}
+
+// startupGrace bounds how long a starting node waits for its peers before
+// it takes part in elections. A node that elected itself before it saw the
+// sitting leader would depose it without the safe hand-over (and, at a cold
+// start, every node would lead every group for a moment).
+const startupGrace = 3 * time.Second
+
+// awaitPeers ends the startup grace: once mDNS has browsed once and every
+// address found (or configured) is connected, or at startupGrace, the
+// groups waiting for it join their elections.
+func (c *clusterNode) awaitPeers(ctx context.Context) {
+	deadline := time.NewTimer(startupGrace)
+	defer deadline.Stop()
+	if c.browser != nil {
+		select {
+		case <-c.browser.FirstRound():
+		case <-deadline.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for !c.settled() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			break wait
+		case <-ctx.Done():
+			return
+		}
+	}
+	c.gmu.Lock()
+	c.electing = true
+	waiting := c.waiting
+	c.waiting = nil
+	c.gmu.Unlock()
+	c.logger.Info("taking part in elections", "peers", len(c.mgr.Peers()), "groups", len(waiting))
+	for _, name := range waiting {
+		c.addElection(name)
+	}
+}
+
+// settled: every address to dial is connected and every peer mDNS found.
+func (c *clusterNode) settled() bool {
+	if !c.mgr.AllDialed() {
+		return false
+	}
+	if c.browser != nil {
+		for _, p := range c.browser.Peers() {
+			if p.Dial != "" && !c.mgr.Connected(p.ID) {
+				return false
 			}
 		}
 	}
+	return true
 }
 
 func (c *clusterNode) stop() {

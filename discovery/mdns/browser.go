@@ -30,10 +30,12 @@ type Browser struct {
 	passive bool
 	query   func(context.Context, *hmdns.QueryParam) error
 
-	mu      sync.Mutex
-	table   *peerTable
-	updates chan struct{}
-	running bool
+	mu         sync.Mutex
+	table      *peerTable
+	updates    chan struct{}
+	running    bool
+	firstRound chan struct{} // closed when the first browse round has ended
+	roundOnce  sync.Once
 }
 
 // NewBrowser checks cfg; self.ID (left out of the results) and self.Cluster
@@ -51,13 +53,18 @@ func NewBrowser(cfg Config, self Node) (*Browser, error) {
 	lg := cfg.logger().With("component", "mdns-browser")
 	return &Browser{
 		cfg: cfg, self: self, log: lg, hlog: slog.NewLogLogger(lg.Handler(), slog.LevelDebug),
-		svcFQN:  cfg.serviceName(),
-		passive: true,
-		query:   hmdns.QueryContext,
-		table:   newPeerTable(cfg, self),
-		updates: make(chan struct{}, 1),
+		svcFQN:     cfg.serviceName(),
+		passive:    true,
+		query:      hmdns.QueryContext,
+		table:      newPeerTable(cfg, self),
+		updates:    make(chan struct{}, 1),
+		firstRound: make(chan struct{}),
 	}, nil
 }
+
+// FirstRound is closed once the first browse round has ended: the peers
+// that answer queries are in Peers by then.
+func (b *Browser) FirstRound() <-chan struct{} { return b.firstRound }
 
 // Peers returns the current peers (discovered and static), sorted by ID.
 func (b *Browser) Peers() []Peer {
@@ -194,6 +201,7 @@ func (b *Browser) endRound(queryErr error) {
 		b.log.Info("mdns peers expired", "ids", expired)
 		b.notify()
 	}
+	b.roundOnce.Do(func() { close(b.firstRound) })
 }
 
 // fromQuery takes an entry of hashicorp's Query.

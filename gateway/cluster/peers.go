@@ -127,9 +127,11 @@ type Manager struct {
 	handler Handler
 	ln      net.Listener
 
-	mu    sync.Mutex
-	conns map[string]*peerConn // by node; bound: MaxPeers
-	addrs map[string]bool      // addresses to dial; bound: MaxPeers
+	mu       sync.Mutex
+	conns    map[string]*peerConn // by node; bound: MaxPeers
+	addrs    map[string]bool      // addresses to dial: static, or discovered (false); bound: MaxPeers
+	addrNode map[string]string    // the node an address led to; bound: MaxPeers
+	dialWake chan struct{}        // cap 1: a new address to dial now
 
 	refused   atomic.Uint64
 	overflows atomic.Uint64
@@ -171,7 +173,7 @@ func NewManager(cfg ManagerConfig, h Handler) (*Manager, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	m := &Manager{cfg: cfg, handler: h, conns: map[string]*peerConn{}, addrs: map[string]bool{}}
+	m := &Manager{cfg: cfg, handler: h, conns: map[string]*peerConn{}, addrs: map[string]bool{}, addrNode: map[string]string{}, dialWake: make(chan struct{}, 1)}
 	for _, a := range cfg.Peers {
 		m.AddAddr(a)
 	}
@@ -195,12 +197,60 @@ func (m *Manager) Addr() string {
 }
 
 // AddAddr adds an address to dial (a static peer or a discovered one).
+// A new address is dialed at once.
 func (m *Manager) AddAddr(addr string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.addrs) < m.cfg.MaxPeers {
-		m.addrs[addr] = true
+	m.addAddr(addr, true)
+}
+
+// addAddr adds an address to dial. Called with mu held.
+func (m *Manager) addAddr(addr string, static bool) {
+	if old, ok := m.addrs[addr]; ok {
+		m.addrs[addr] = old || static
+		return
 	}
+	if len(m.addrs) >= m.cfg.MaxPeers {
+		return
+	}
+	m.addrs[addr] = static
+	select {
+	case m.dialWake <- struct{}{}:
+	default:
+	}
+}
+
+// SetDiscovered replaces the discovered addresses to dial (static ones
+// stay): an address a peer no longer announces is not dialed again, and the
+// table never fills with addresses of the past.
+func (m *Manager) SetDiscovered(addrs []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keep := make(map[string]bool, len(addrs))
+	for _, a := range addrs {
+		keep[a] = true
+	}
+	for a, static := range m.addrs {
+		if !static && !keep[a] {
+			delete(m.addrs, a)
+			delete(m.addrNode, a)
+		}
+	}
+	for _, a := range addrs {
+		m.addAddr(a, false)
+	}
+}
+
+// AllDialed reports whether every address to dial has a connection.
+func (m *Manager) AllDialed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for a := range m.addrs {
+		if !m.connectedToAddr(a) {
+			return false
+		}
+	}
+	return true
 }
 
 // Start listens and dials until ctx ends; then every connection is closed.
@@ -281,18 +331,17 @@ func (m *Manager) dialLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-m.dialWake:
 		}
 	}
 }
 
-// connectedToAddr: an address we dialed and still hold. Guarded by mu.
+// connectedToAddr: the node an address led to has a connection (dialed by
+// either side: of two connections between a pair only one is kept, so the
+// one this node dialed may be gone). Called with mu held.
 func (m *Manager) connectedToAddr(addr string) bool {
-	for _, pc := range m.conns {
-		if pc.dialed && pc.addr == addr {
-			return true
-		}
-	}
-	return false
+	node, ok := m.addrNode[addr]
+	return ok && m.conns[node] != nil
 }
 
 func (m *Manager) dial(ctx context.Context, addr string) {
@@ -309,6 +358,11 @@ func (m *Manager) dial(ctx context.Context, addr string) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
+	m.mu.Lock()
+	if _, known := m.addrs[addr]; known {
+		m.addrNode[addr] = p.Node
+	}
+	m.mu.Unlock()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()

@@ -168,10 +168,13 @@ func (r *Registry) Lead(key GroupKey) error {
 	return nil
 }
 
-// StepDown stops delivering group key here. With handOver the runner first
-// drains until deadline (stop reading, wait for in-flight acknowledgements,
-// commit at every owner); without, it stops at once (a newer leader exists,
-// and the owners refuse this node's commits anyway). The returned channel is
+// StepDown stops delivering group key here: the runner drains until
+// deadline (stop reading and delivering, wait for in-flight
+// acknowledgements, commit at every owner), then stops. handOver says why:
+// a safe hand-over (the next leader waits for it), or a newer leader that
+// already exists (owners that have seen it refuse the commits; draining
+// still keeps a device from being in two workers' hands where it can, and a
+// new runner on this node starts only after it). The returned channel is
 // closed once the runner has stopped.
 func (r *Registry) StepDown(key GroupKey, handOver bool, deadline time.Time) <-chan struct{} {
 	r.mu.Lock()
@@ -187,13 +190,9 @@ func (r *Registry) StepDown(key GroupKey, handOver bool, deadline time.Time) <-c
 		close(done)
 		return done
 	}
-	if !handOver {
-		run.halt()
-		return run.done
-	}
 	go func() {
 		if err := run.send(event{kind: evDrain, drainUntil: deadline, done: make(chan error, 1)}); err != nil && !errors.Is(err, ErrGroupStopped) {
-			r.logger.Warn("hand-over drain", "group", key.String(), "err", err)
+			r.logger.Warn("drain on stepping down", "group", key.String(), "hand_over", handOver, "err", err)
 		}
 		run.waitStopped(deadline)
 	}()
@@ -244,10 +243,14 @@ func (r *Registry) PeerDown(node string) {
 			leaves = append(leaves, l)
 		}
 	}
+	runs := r.runners()
 	r.mu.Unlock()
+	for _, run := range runs {
+		_ = run.send(event{kind: evPeerDown, node: node})
+	}
 	for _, l := range leaves {
 		for _, id := range l.ids {
-			_ = l.run.send(event{kind: evLeave, member: id, done: make(chan error, 1)})
+			_ = l.run.send(event{kind: evLeave, member: id})
 		}
 	}
 }

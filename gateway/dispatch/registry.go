@@ -299,6 +299,8 @@ func (r *Registry) startRunner(g *group) {
 		fetchers:   map[int]*fetcher{},
 		remotes:    map[int]*remoteFetcher{},
 		attached:   map[string]bool{},
+		peerParts:  map[string]int{},
+		down:       map[string]bool{},
 		pending:    map[int]uint64{},
 		committing: map[string]bool{},
 		durable:    map[int]uint64{},

@@ -86,7 +86,40 @@ func (r *runner) addPeerPartitions(node string, starts []uint64) {
 			r.logger.Warn("peer partition not read", "node", node, "partition", p, "err", err)
 		}
 	}
+	r.peerParts[node] = len(starts)
+	if r.down[node] { // went away while its positions were on their way
+		r.pausePeer(node, true, time.Now())
+	}
 	r.logger.Info("reading peer partitions", "node", node, "partitions", len(starts))
+}
+
+// pausePeer stops (or restarts) delivering the messages of node's
+// partitions that are not in flight. A peer that cannot be reached may have
+// elected itself on the other side of a network partition and deliver its
+// own log there: the messages this runner read ahead from it must not go out
+// here too (two deliveries at once, and first deliveries out of order). If
+// it crashed instead, they are in its log and go out when it is back.
+func (r *runner) pausePeer(node string, paused bool, now time.Time) {
+	if paused {
+		r.down[node] = true
+	} else {
+		delete(r.down, node)
+	}
+	n := r.peerParts[node]
+	if n == 0 {
+		return
+	}
+	r.reg.mu.Lock()
+	base := r.reg.nodes.slot[node] * partitionStride
+	r.reg.mu.Unlock()
+	for p := 0; p < n; p++ {
+		if err := r.core.Pause(base+p, paused, now); err != nil {
+			r.logger.Warn("pause peer partition", "node", node, "partition", p, "err", err)
+		}
+	}
+	if paused {
+		r.logger.Info("peer unreachable: its partitions paused", "node", node)
+	}
 }
 
 // remoteFetcher serves one remote partition's fetches for a group.

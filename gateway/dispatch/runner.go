@@ -38,7 +38,8 @@ const (
 	evCredit
 	evAck
 	evDrain
-	evPeerUp     // a peer is reachable: read its partitions
+	evPeerUp     // a peer is reachable: read (or resume) its partitions
+	evPeerDown   // a peer is unreachable: pause its partitions
 	evAttach     // a peer's start positions arrived
 	evCommitDone // a commit at a peer finished
 )
@@ -77,6 +78,8 @@ type runner struct {
 	// commits of remote partitions not yet sent (by partition ID), peers
 	// with a commit on its way, owners' durable offsets as last heard.
 	attached   map[string]bool // bound: MaxPeers
+	peerParts  map[string]int  // partitions of each peer in the core; bound: MaxPeers
+	down       map[string]bool // peers gone since their partitions were added; bound: MaxPeers
 	pending    map[int]uint64
 	committing map[string]bool
 	durable    map[int]uint64
@@ -206,6 +209,9 @@ func (r *runner) handle(ctx context.Context, ev event, now time.Time) {
 		err = r.core.Drain(ev.drainUntil, now)
 	case evPeerUp:
 		r.attach(ctx, ev.node)
+		r.pausePeer(ev.node, false, now)
+	case evPeerDown:
+		r.pausePeer(ev.node, true, now)
 	case evAttach:
 		r.addPeerPartitions(ev.node, ev.starts)
 	case evCommitDone:

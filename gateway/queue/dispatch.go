@@ -33,6 +33,10 @@ func (g *Group) dispatch() {
 		return
 	}
 	for g.redeliver.n > 0 {
+		if g.parts[g.entries[g.redeliver.head].part].paused {
+			g.park(g.qPop(&g.redeliver))
+			continue
+		}
 		slot, ok := g.pickAvoiding(g.entries[g.redeliver.head].avoid)
 		if !ok {
 			// The head waits for a member other than the one that let it
@@ -47,9 +51,23 @@ func (g *Group) dispatch() {
 		return
 	}
 	for g.ready.n > 0 && len(g.members.withCredit) > 0 {
+		ei := g.qPop(&g.ready)
+		if g.park(ei) {
+			continue
+		}
 		wc := g.members.withCredit
-		g.deliver(g.qPop(&g.ready), wc[randIntN(g.rng, len(wc))])
+		g.deliver(ei, wc[randIntN(g.rng, len(wc))])
 	}
+}
+
+// park moves a dispatchable entry of a paused partition, just taken off its
+// queue, to the parked queue and reports whether it did.
+func (g *Group) park(ei int32) bool {
+	if !g.parts[g.entries[ei].part].paused {
+		return false
+	}
+	g.qPush(&g.parked, ei)
+	return true
 }
 
 func (g *Group) dispatchSticky() {
@@ -59,7 +77,9 @@ func (g *Group) dispatchSticky() {
 		m := &g.members.slots[slot]
 		m.inWork = false
 		for m.live && m.queue.n > 0 && m.inFlight < m.credit {
-			g.deliver(g.qPop(&m.queue), slot)
+			if ei := g.qPop(&m.queue); !g.park(ei) {
+				g.deliver(ei, slot)
+			}
 			m = &g.members.slots[slot]
 		}
 	}

@@ -28,6 +28,7 @@ type Group struct {
 	ready      entryQueue // random strategy: dispatchable messages
 	redeliver  entryQueue // ack_wait expiries, waiting for a member other than the one that timed out
 	unassigned entryQueue // sticky strategy: dispatchable messages while no member has credit > 0
+	parked     entryQueue // dispatchable messages of paused partitions
 	work       []int32    // sticky strategy: members that may deliver from their queue; bound: MaxMembers
 	// gated lists devices whose lane heads all wait for a move marker (plus
 	// stale indices of devices freed since), rebuilt at every fetch answer;
@@ -75,6 +76,7 @@ func New(cfg Config, start map[int]uint64, rng Rand) (*Group, error) {
 		ready:       newEntryQueue(),
 		redeliver:   newEntryQueue(),
 		unassigned:  newEntryQueue(),
+		parked:      newEntryQueue(),
 	}
 	// Sorted, so the order of Fetch and Commit actions never depends on map iteration.
 	ids := make([]int, 0, len(start))
@@ -110,3 +112,42 @@ func (g *Group) addPartition(id int, next uint64) {
 }
 
 func (g *Group) setNow(now time.Time) { g.now = now.UnixNano() }
+
+// Pause stops (paused) or restarts delivering the messages of partition:
+// messages already in flight stay with their members, the others wait in
+// the window until it is resumed, each device still holding its place (no
+// later message of a device goes out while one waits). Reading goes on as
+// the runner answers fetches. A leader pauses the partitions of a node it
+// cannot reach: if that node now leads the group alone on the other side of
+// a network partition, the two sides do not deliver the same messages.
+func (g *Group) Pause(partition int, paused bool, now time.Time) error {
+	if g.drained {
+		return fmt.Errorf("queue: pause partition %d: %w", partition, ErrDrained)
+	}
+	pi, ok := g.partIdx[partition]
+	if !ok {
+		return fmt.Errorf("queue: pause partition %d: %w", partition, ErrUnknownPartition)
+	}
+	p := &g.parts[pi]
+	if p.paused == paused {
+		return nil
+	}
+	g.setNow(now)
+	p.paused = paused
+	if paused {
+		return nil
+	}
+	// Back to the ready queues in the order they were parked.
+	keep := newEntryQueue()
+	for g.parked.n > 0 {
+		ei := g.qPop(&g.parked)
+		if g.entries[ei].part == pi {
+			g.pushReady(ei, false)
+		} else {
+			g.qPush(&keep, ei)
+		}
+	}
+	g.parked = keep
+	g.dispatch()
+	return nil
+}

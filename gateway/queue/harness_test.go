@@ -129,6 +129,8 @@ func (h *harness) exec(cmd string, pos []string, args map[string]string) error {
 		} else {
 			h.printf("no deadline")
 		}
+	case "pause", "resume":
+		return h.g.Pause(atoi(args["p"]), cmd == "pause", now)
 	case "stats":
 		h.printStats()
 	default:

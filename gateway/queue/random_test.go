@@ -103,6 +103,7 @@ type model struct {
 	draining    bool
 	drained     bool
 	instCommits map[int]uint64
+	paused      map[int]bool // partitions paused in this instance
 
 	log    []string       // recent steps, printed on failure
 	counts map[string]int // what the run exercised, for -v
@@ -184,6 +185,7 @@ func (m *model) build() {
 	m.flight, m.termed, m.firstSeq = nil, map[Ref]bool{}, map[devKey]uint64{}
 	m.sticky, m.instCommits = map[string]stickyRec{}, map[int]uint64{}
 	m.draining, m.drained = false, false
+	m.paused = map[int]bool{}
 	m.epoch++
 	ids := make([]MemberID, 0, len(m.members))
 	for id := range m.members {
@@ -230,6 +232,8 @@ func (m *model) step(i int) {
 		m.joinOrLeave()
 	case r < 860:
 		m.changeCredit()
+	case r < 875:
+		m.togglePause()
 	case r < 985:
 		m.advance(time.Duration(1+m.rng.IntN(40)) * time.Second)
 	case r < 993:
@@ -533,6 +537,9 @@ func (m *model) onDeliver(d Delivery) {
 	if m.draining {
 		m.fail("delivery while draining: %s", ref)
 	}
+	if m.paused[ref.Partition] {
+		m.fail("delivered %s of a paused partition", ref)
+	}
 	rec, ok := m.store.record(ref)
 	if !ok || !m.fetched[ref] {
 		m.fail("delivered %s, which this instance never fetched", ref)
@@ -697,9 +704,33 @@ func (m *model) checkBounds() {
 
 // quiesce makes sure a member can take work, then acks everything until
 // every stored record is finished and every commit reached the end.
+// togglePause pauses or resumes a random partition (a leader losing and
+// regaining the node that owns it).
+func (m *model) togglePause() {
+	if m.draining {
+		return
+	}
+	p := m.parts[m.rng.IntN(len(m.parts))]
+	pause := !m.paused[p]
+	m.logf("pause p%d %v", p, pause)
+	if err := m.g.Pause(p, pause, m.now); err != nil {
+		m.fail("pause p%d: %v", p, err)
+	}
+	m.paused[p] = pause
+	m.counts["pause"]++
+}
+
 func (m *model) quiesce() {
 	if m.draining {
 		m.restart()
+	}
+	for p, paused := range m.paused {
+		if paused {
+			if err := m.g.Pause(p, false, m.now); err != nil {
+				m.fail("resume p%d: %v", p, err)
+			}
+			m.paused[p] = false
+		}
 	}
 	if len(m.members) == 0 || !slices.ContainsFunc(m.memberIDs(), func(id MemberID) bool { return m.members[id] > 0 }) {
 		m.members["q"] = 3

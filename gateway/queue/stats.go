@@ -50,6 +50,7 @@ type PartitionStats struct {
 	Span      int    // Next - Committed - 1: offsets fetched and not committed
 	Bytes     int    // len(Data) of unfinished records held
 	Fetching  bool
+	Paused    bool
 }
 
 // Stats returns a snapshot. It allocates its slices; members are listed in
@@ -78,7 +79,7 @@ func (g *Group) Stats() Stats {
 	}
 	for i := range g.parts {
 		p := &g.parts[i]
-		ps := PartitionStats{Partition: p.id, Next: p.next, Bytes: p.bytes, Fetching: p.fetching}
+		ps := PartitionStats{Partition: p.id, Next: p.next, Bytes: p.bytes, Fetching: p.fetching, Paused: p.paused}
 		if !p.fromEnd {
 			ps.Committed = p.base - 1
 			ps.Span = p.span()

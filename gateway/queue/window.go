@@ -20,6 +20,7 @@ type partition struct {
 	// deliver-new start point is resolved, so the runner persists it.
 	forceCommit bool
 	fetching    bool // a Fetch is outstanding
+	paused      bool // its messages are not delivered (see Group.Pause)
 	fromEnd     bool // no position yet, deliver new: the next Fetch asks for the end
 	fresh       bool // no position yet, deliver all: a leading gap is not "lost"
 }
