@@ -94,6 +94,11 @@ func newClusterNode(cfg config.Config, id, version string, partitions int, logge
 		mc.Interface = cl.Interface
 		mc.Logger = c.logger
 		self := mdns.Node{ID: id, Cluster: cl.Name, Priority: cl.Priority, Version: mdnsVersion(version), PeerPort: port}
+		if cl.Advertise != "" { // validated: an IP and a port
+			host, p, _ := net.SplitHostPort(cl.Advertise)
+			self.PeerPort, _ = strconv.Atoi(p)
+			self.Addrs = []net.IP{net.ParseIP(host)}
+		}
 		if c.resp, err = mdns.NewResponder(mc, self); err != nil {
 			return nil, fmt.Errorf("cluster: mdns: %w", err)
 		}

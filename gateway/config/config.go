@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -158,6 +159,11 @@ type Cluster struct {
 	Priority int `yaml:"priority"`
 	// Listen is the peer protocol address (default 0.0.0.0:7422).
 	Listen string `yaml:"listen"`
+	// Advertise is the host:port other nodes dial to reach this one,
+	// published by mDNS instead of the interface's addresses and the listen
+	// port (for a gateway whose peer port is forwarded, or one address of
+	// several). The host must be an IP address. Default: none.
+	Advertise string `yaml:"advertise"`
 	// Interface is the LAN interface for mDNS (required when mdns is on).
 	Interface string `yaml:"interface"`
 	// Peers are static peer addresses (host:port), for networks without multicast.
@@ -441,6 +447,13 @@ func (c *Config) validateCluster(bad func(key, format string, args ...any)) {
 	}
 	if err := checkHostPort(cl.Listen); err != nil {
 		bad("cluster.listen", "%v", err)
+	}
+	if cl.Advertise != "" {
+		host, port, err := net.SplitHostPort(cl.Advertise)
+		n, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || net.ParseIP(host) == nil || n < 1 || n > 65535 {
+			bad("cluster.advertise", "%q, want an IP address and a port, e.g. 192.168.1.20:7422", cl.Advertise)
+		}
 	}
 	if cl.MDNSEnabled() && cl.Interface == "" {
 		bad("cluster.interface", "required for mDNS discovery (or set cluster.mdns: false and list cluster.peers)")

@@ -163,11 +163,17 @@ func TestClusterConfig(t *testing.T) {
 	if cfg.Cluster.MDNSEnabled() || cfg.Cluster.Listen != "0.0.0.0:7422" {
 		t.Fatalf("cluster %+v", cfg.Cluster)
 	}
+	if cfg, err := Load(writeFile(t, ok+"  advertise: 192.168.1.20:17422\n"), nil, Flags{}); err != nil || cfg.Cluster.Advertise != "192.168.1.20:17422" {
+		t.Fatalf("advertise: %+v %v", cfg.Cluster, err)
+	}
 	for body, key := range map[string]string{
 		"cluster:\n  name: plant\n  mdns: false\n":                                              "cluster.secret",
 		"cluster:\n  name: plant\n  secret: short\n  mdns: false\n":                             "cluster.secret",
 		"cluster:\n  name: plant\n  secret: 0123456789abcdef\n":                                 "cluster.interface",
 		"cluster:\n  name: plant\n  secret: 0123456789abcdef\n  mdns: false\n  peers: [nope]\n": "cluster.peers[0]",
+		ok + "  advertise: gw1.local:7422\n":                                                    "cluster.advertise",
+		ok + "  advertise: 10.0.0.1\n":                                                          "cluster.advertise",
+		ok + "  advertise: 10.0.0.1:0\n":                                                        "cluster.advertise",
 	} {
 		if _, err := Load(writeFile(t, body), nil, Flags{}); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%q: %v, want an error naming %s", body, err, key)
