@@ -72,7 +72,7 @@ func newClusterNode(cfg config.Config, id, version string, partitions int, logge
 	h := &clusterHandler{}
 	mgr, err := cluster.NewManager(cluster.ManagerConfig{
 		Identity: cluster.Identity{Cluster: cl.Name, Node: id, Secret: secret}, Priority: cl.Priority,
-		Partitions: partitions, Listen: cl.Listen, Peers: cl.Peers, HeartbeatInterval: cl.HeartbeatInterval,
+		Partitions: partitions, Listen: cl.Listen, Advertise: cl.Advertise, Peers: cl.Peers, HeartbeatInterval: cl.HeartbeatInterval,
 		FailureTimeout: cl.FailureTimeout, Logger: c.logger,
 	}, h)
 	if err != nil {

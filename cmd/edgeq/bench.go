@@ -20,6 +20,7 @@ import (
 type benchResult struct {
 	Mode          string  `json:"mode"`
 	Server        string  `json:"server"`
+	WorkerServer  string  `json:"worker_server,omitempty"`
 	Msgs          int     `json:"msgs"`
 	Devices       int     `json:"devices"`
 	Size          int     `json:"size"`
@@ -54,6 +55,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	window := fs.Int("window", 1000, "unacknowledged publishes per publisher (durable mode)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	rate := fs.Int("rate", 0, "publish at most this many msgs/s in total (0: as fast as possible)")
+	workerServer := fs.String("worker-server", "", "NATS URL the workers connect to (default: --server), e.g. another node of a cluster")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -62,7 +64,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	*size = max(*size, 16)
-	res, err := bench(cf, *mode, *msgs, *devices, *size, *pubs, *workers, *queue, *window, *rate, stderr)
+	wf := cf
+	if *workerServer != "" {
+		wf.server = *workerServer
+	}
+	res, err := bench(cf, wf, *mode, *msgs, *devices, *size, *pubs, *workers, *queue, *window, *rate, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "edgeq bench: %v\n", err)
 		return 1
@@ -72,8 +78,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\n", out)
 		return 0
 	}
-	fmt.Fprintf(stdout, "%s bench against %s: %d msgs, %d devices, %d B payload, %d publishers, %d workers\n",
-		res.Mode, res.Server, res.Msgs, res.Devices, res.Size, res.Publishers, res.Workers)
+	workersAt := ""
+	if res.WorkerServer != "" {
+		workersAt = " on " + res.WorkerServer
+	}
+	fmt.Fprintf(stdout, "%s bench against %s: %d msgs, %d devices, %d B payload, %d publishers, %d workers%s\n",
+		res.Mode, res.Server, res.Msgs, res.Devices, res.Size, res.Publishers, res.Workers, workersAt)
 	fmt.Fprintf(stdout, "  publish   %10.0f msgs/s\n  delivered %10.0f msgs/s\n  latency   p50 %.2f ms  p90 %.2f ms  p99 %.2f ms\n",
 		res.PublishPerSec, res.DeliverPerSec, res.P50ms, res.P90ms, res.P99ms)
 	if res.Duplicates > 0 || res.Errors > 0 {
@@ -82,8 +92,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func bench(cf clientFlags, mode string, total, devices, size, nPubs, nWorkers int, queue string, window, rate int, progress io.Writer) (benchResult, error) {
+// bench publishes through cf and consumes through wf (the same node, or
+// another node of a cluster).
+func bench(cf, wf clientFlags, mode string, total, devices, size, nPubs, nWorkers int, queue string, window, rate int, progress io.Writer) (benchResult, error) {
 	res := benchResult{Mode: mode, Server: cf.server, Msgs: total, Devices: devices, Size: size, Publishers: nPubs, Workers: nWorkers}
+	if wf.server != cf.server {
+		res.WorkerServer = wf.server
+	}
 	prefix := cf.prefix
 	if mode == "core" {
 		prefix = "bench"
@@ -100,7 +115,7 @@ func bench(cf clientFlags, mode string, total, devices, size, nPubs, nWorkers in
 		}
 	}()
 	for w := 0; w < nWorkers; w++ {
-		nc, err := cf.connect(fmt.Sprintf("edgeq bench worker %d", w))
+		nc, err := wf.connect(fmt.Sprintf("edgeq bench worker %d", w))
 		if err != nil {
 			return res, err
 		}

@@ -31,6 +31,9 @@ type PeerInfo struct {
 	Priority int
 	// Partitions is the number of partitions of its log (normal and hot).
 	Partitions int
+	// Addr is the peer address it listens on or advertises (its host may be
+	// unspecified, 0.0.0.0: then the connection's remote address counts).
+	Addr string
 }
 
 // ManagerConfig configures a Manager.
@@ -39,6 +42,9 @@ type ManagerConfig struct {
 	Priority int
 	// Partitions is the number of partitions of this node's log, told to peers.
 	Partitions int
+	// Advertise is the peer address told to peers (default: the listener's),
+	// so that a peer that was dialed by this node does not dial it again.
+	Advertise string
 	// Listen is the peer listener address ("" disables listening).
 	Listen string
 	// Peers are addresses to dial (static peers); discovery adds more with AddAddr.
@@ -392,12 +398,17 @@ func (m *Manager) keep(pc *peerConn) bool {
 func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 	defer pc.c.Close()
 	defer pc.shut()
+	var carried []byte
 	m.mu.Lock()
 	if old, ok := m.conns[pc.node]; ok {
 		if !m.keep(pc) {
 			m.mu.Unlock()
 			return // the other connection of this pair wins
 		}
+		// What the old connection had not written yet goes on the new one
+		// (after its first heartbeat), so a replacement loses as little as
+		// it can.
+		carried = old.takeQueued()
 		old.c.Close()
 	}
 	if len(m.conns) >= m.cfg.MaxPeers {
@@ -412,9 +423,19 @@ func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 	// The first heartbeat says who we are: priority, partitions.
 	first := binary.AppendVarint(nil, int64(m.cfg.Priority))
 	first = binary.AppendUvarint(first, uint64(m.cfg.Partitions))
+	first = appendField(first, []byte(m.advertised()))
 	if err := m.enqueue(context.Background(), pc, TypeHeartbeat, first, false); err != nil {
 		_ = m.drop(pc)
 		return
+	}
+	if len(carried) > 0 {
+		pc.qmu.Lock()
+		pc.queued = append(pc.queued, carried...)
+		pc.qmu.Unlock()
+		select {
+		case pc.wake <- struct{}{}:
+		default:
+		}
 	}
 	go m.heartbeat(ctx, pc)
 	r := NewReader(pc.c)
@@ -434,6 +455,7 @@ func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 				info := parsePeerInfo(f.Body)
 				pc.priority.Store(int64(info.Priority))
 				pc.partitions.Store(int64(info.Partitions))
+				m.learnAddr(pc, info.Addr)
 				up = true
 				m.ups.Add(1)
 				m.handler.PeerUp(pc.node, info)
@@ -480,10 +502,57 @@ func parsePeerInfo(b []byte) PeerInfo {
 		return info
 	}
 	info.Priority = int(p)
-	if parts, k := binary.Uvarint(b[n:]); k > 0 && parts <= maxPartitions {
+	parts, k := binary.Uvarint(b[n:])
+	if k <= 0 {
+		return info
+	}
+	if parts <= maxPartitions {
 		info.Partitions = int(parts)
 	}
+	f := fields{b: b[n+k:]}
+	if addr := f.next(maxSubject); f.err == nil {
+		info.Addr = string(addr)
+	}
 	return info
+}
+
+// advertised is the peer address this node tells its peers.
+func (m *Manager) advertised() string {
+	if m.cfg.Advertise != "" {
+		return m.cfg.Advertise
+	}
+	return m.Addr()
+}
+
+// learnAddr records which node a peer address leads to, from what the peer
+// advertised (an unspecified host taken from the connection's remote
+// address), so that the dial loop leaves an address alone while its node is
+// connected: dialing it again would replace the connection in use.
+func (m *Manager) learnAddr(pc *peerConn, addr string) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		if rh, _, err := net.SplitHostPort(pc.c.RemoteAddr().String()); err == nil {
+			host = rh
+		}
+	}
+	addr = net.JoinHostPort(host, port)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, known := m.addrs[addr]; known {
+		m.addrNode[addr] = pc.node
+	}
+}
+
+// takeQueued removes and returns the frames pc has not written yet.
+func (pc *peerConn) takeQueued() []byte {
+	pc.qmu.Lock()
+	defer pc.qmu.Unlock()
+	q := pc.queued
+	pc.queued = nil
+	return q
 }
 
 func (m *Manager) heartbeat(ctx context.Context, pc *peerConn) {

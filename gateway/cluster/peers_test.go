@@ -52,10 +52,15 @@ type testNode struct {
 
 func startNode(t *testing.T, id, cluster, secret string, prio int, peers ...string) *testNode {
 	t.Helper()
+	return startNodeAt(t, "127.0.0.1:0", id, cluster, secret, prio, peers...)
+}
+
+func startNodeAt(t *testing.T, listen, id, cluster, secret string, prio int, peers ...string) *testNode {
+	t.Helper()
 	rec := newRecorder()
 	m, err := NewManager(ManagerConfig{
 		Identity: Identity{Cluster: cluster, Node: id, Secret: []byte(secret)}, Priority: prio,
-		Listen: "127.0.0.1:0", Peers: peers,
+		Listen: listen, Peers: peers,
 		HeartbeatInterval: 50 * time.Millisecond, FailureTimeout: 300 * time.Millisecond, DialInterval: 50 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, rec)
@@ -167,4 +172,36 @@ func freePortString(t *testing.T) string {
 	defer ln.Close()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return port
+}
+
+// TestPeersNoRedialOfAConnectedPeer: a peer that dialed this node first is
+// not dialed again (its first heartbeat says where it listens): a second
+// dial would replace the connection in use, and frames on their way on the
+// old one would be lost. Frames sent all along arrive, and the connection
+// stays the same.
+func TestPeersNoRedialOfAConnectedPeer(t *testing.T) {
+	bAddr := "127.0.0.1:" + freePortString(t)
+	a := startNode(t, "a", "plant", secret, 1, bAddr) // b is not there yet: a's first dials fail
+	time.Sleep(80 * time.Millisecond)
+	b := startNodeAt(t, bAddr, "b", "plant", secret, 2, a.m.Addr())
+	eventually(t, "a and b connected", func() bool { _, ok := a.rec.isUp("b"); return ok })
+	since := a.m.Peers()[0].Since
+	const n = 500
+	for i := 0; i < n; i++ {
+		if err := a.m.Send("b", TypeMembers, []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond) // over several dial intervals (50ms)
+	}
+	eventually(t, "every frame at b", func() bool {
+		b.rec.mu.Lock()
+		defer b.rec.mu.Unlock()
+		return len(b.rec.frames) == n
+	})
+	if ps := a.m.Peers(); len(ps) != 1 || !ps[0].Since.Equal(since) || ps[0].Dialed {
+		t.Fatalf("a's connection to b was replaced: %+v (up since %v)", ps, since)
+	}
+	if !a.m.AllDialed() {
+		t.Fatal("a does not count b's address as connected")
+	}
 }
