@@ -58,7 +58,10 @@ done
 for _ in $(seq 100); do
   ok=1
   for n in a b c; do
-    curl -sf http://127.0.0.1:${http[$n]}/v1/status | grep -q '"telemetry.> bench":{"leader":"gw-c"' || ok=0
+    curl -sf http://127.0.0.1:${http[$n]}/v1/status | python3 -c '
+import json, sys
+st = json.load(sys.stdin)
+sys.exit(0 if st["cluster"]["leaders"].get("telemetry.> bench", {}).get("leader") == "gw-c" else 1)' || ok=0
   done
   [ $ok = 1 ] && break
   sleep 0.1

@@ -130,11 +130,15 @@ func (e *Elector) Drained(group string, epoch election.Epoch) {
 
 // logInput reports an input the machine refused (a peer beyond the limit,
 // a stale or malformed message): the protocol copes, an operator may not.
-// Stale messages are normal traffic after a change of leader: debug only.
+// Stale messages are normal traffic after a change of leader, messages for a
+// group not added yet normal after a start: debug only.
 func (e *Elector) logInput(what, who string, err error) {
 	switch {
 	case err == nil:
-	case errors.Is(err, election.ErrStaleEpoch):
+	case errors.Is(err, election.ErrStaleEpoch), errors.Is(err, election.ErrUnknownGroup):
+		// Unknown: a peer speaks of a group this node has not added yet
+		// (it is still waiting for its peers after start, or has not
+		// heard of the group): the election goes on without it.
 		e.logger.Debug("election input refused", "input", what, "from", who, "err", err)
 	default:
 		e.logger.Warn("election input refused", "input", what, "from", who, "err", err)
