@@ -277,8 +277,13 @@ func (r *Registry) RemoteMembers(node string, key GroupKey, deliverAll, declared
 		r.mu.Unlock()
 		return err
 	}
-	if created {
-		g.learnt = true
+	if declared {
+		if g.declaredBy == nil {
+			g.declaredBy = map[string]bool{}
+		}
+		g.declaredBy[node] = true
+	} else {
+		delete(g.declaredBy, node)
 	}
 	if len(members) > g.cfg.Core.MaxMembers {
 		members = members[:g.cfg.Core.MaxMembers]
@@ -414,9 +419,6 @@ func (r *Registry) ServePosition(key GroupKey, deliverAll bool) ([]uint64, error
 	r.mu.Lock()
 	g, created, err := r.ensureGroup(GroupConfig{Key: key, Core: cc})
 	if err == nil {
-		if created {
-			g.learnt = true
-		}
 		_, err = r.recordStart(g)
 	}
 	r.mu.Unlock()

@@ -388,3 +388,29 @@ func (m *refusingMember) count() int {
 	defer m.mu.Unlock()
 	return m.n
 }
+
+// TestClusterGroupDeclaredByAPeerDoesNotExpire: a group a peer declares in
+// its configuration stays here without members, like a declared one; once
+// no peer declares it, it expires after the group TTL.
+func TestClusterGroupDeclaredByAPeerDoesNotExpire(t *testing.T) {
+	cfg := queue.DefaultConfig()
+	_, nodes := newMemCluster(t, cfg, "a", "b")
+	a, b := nodes["a"], nodes["b"]
+	key := GroupKey{Filter: "telemetry.>", Queue: "q"}
+	if err := a.reg.Declare(GroupConfig{Key: key, Core: cfg}); err != nil { // a tells b
+		t.Fatal(err)
+	}
+	later := time.Now().Add(2 * time.Hour) // past the one-hour TTL of newMemCluster
+	b.reg.Expire(later)
+	if len(b.reg.Groups()) != 1 {
+		t.Fatal("a group a peer declares expired")
+	}
+	// a restarted without the declaration.
+	if err := b.reg.RemoteMembers("a", key, true, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.reg.Expire(later)
+	if len(b.reg.Groups()) != 0 {
+		t.Fatal("a group nobody declares and without members did not expire")
+	}
+}

@@ -106,7 +106,9 @@ type group struct {
 	run       *runner                           // nil unless delivering here
 	leading   bool                              // Lead without StepDown (cluster) or always (standalone)
 	lastEmpty time.Time                         // when the group last had no member anywhere; zero while it has
-	learnt    bool                              // created because a peer spoke of it
+	// declaredBy lists the peers that declare the group in their
+	// configuration: it does not expire here either. Bound: MaxPeers.
+	declaredBy map[string]bool
 }
 
 type localMember struct {
@@ -501,7 +503,7 @@ func (r *Registry) Expire(now time.Time) {
 	r.mu.Lock()
 	var expired []*group
 	for key, g := range r.groups {
-		if g.cfg.Declared || g.lastEmpty.IsZero() || g.members() > 0 || now.Sub(g.lastEmpty) < r.cfg.GroupTTL {
+		if g.cfg.Declared || len(g.declaredBy) > 0 || g.lastEmpty.IsZero() || g.members() > 0 || now.Sub(g.lastEmpty) < r.cfg.GroupTTL {
 			continue
 		}
 		if r.clustered() && g.leading {
@@ -514,7 +516,7 @@ func (r *Registry) Expire(now time.Time) {
 	r.mu.Unlock()
 	for _, g := range expired {
 		if run := g.run; run != nil {
-			close(run.stop)
+			run.halt()
 			<-run.done
 		}
 		r.log.Offsets().Remove(g.consumer)
