@@ -94,7 +94,10 @@ func (m *nodeMetrics) deviceSamples(now time.Time) []devicemetrics.Sample {
 // size, the source table, each group's last stats snapshot (refreshed by the
 // group's own goroutine; a scrape never waits for a group), and the
 // hot-device detector for one bounded top-N walk (no sort, no allocation
-// per device). The device collectors read files outside every lock.
+// per device), and in a cluster the peer table and the elector (once for
+// all groups; the elector holds its lock while it persists epochs, so a
+// scrape during an election may wait for that fsync). The device collectors
+// read files outside every lock.
 func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 	now := time.Now()
 	s := metrics.Snapshot{
@@ -110,6 +113,9 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 	s.TopDevices, s.Hot = n.ingest.hotView(top)
 	s.Groups = n.queues.Stats()
 	s.Dispatch = n.queues.Counters()
+	if n.cluster != nil {
+		s.Cluster = n.cluster.snapshot(s.Groups)
+	}
 	s.Tail = n.tail.Stats()
 	cs := n.nats.Counters()
 	s.NATS = metrics.NATSStats{

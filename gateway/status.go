@@ -136,9 +136,6 @@ func (n *Node) Status() Status {
 	snap := n.snapshot(statusTopDevices, true)
 	st := statusOf(&snap)
 	st.DataDir, st.NATS, st.HTTP, st.Durability = n.cfg.DataDir, n.NATSAddr(), n.HTTPAddr(), string(n.cfg.WAL.Durability)
-	if n.cluster != nil {
-		st.Cluster = n.cluster.status(n.queues.Stats())
-	}
 	return st
 }
 
@@ -201,6 +198,9 @@ func statusOf(s *metrics.Snapshot) Status {
 	st.Serial = s.Serial
 	st.MQTT = s.MQTT
 	st.Tail = TailStatus{Subscribers: s.Tail.Subscribers, Delivered: s.Tail.Delivered, Dropped: s.Tail.Dropped}
+	if s.Cluster != nil {
+		st.Cluster = clusterStatusOf(s.Cluster, s.Dispatch)
+	}
 	return st
 }
 

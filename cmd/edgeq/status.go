@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"edgeq/gateway"
+	"edgeq/gateway/cluster"
 	"edgeq/gateway/metrics"
 )
 
@@ -172,6 +173,21 @@ func printStatus(w io.Writer, st, prev *gateway.Status) {
 	}
 	fmt.Fprintf(w, "node %s  %s  up %s  version %s  at %s\n", st.Node, ready, time.Duration(st.UptimeSeconds)*time.Second, st.Version, st.Time.Local().Format(time.TimeOnly))
 	fmt.Fprintf(w, "nats %s  http %s  data %s  durability %s\n", st.NATS, st.HTTP, st.DataDir, st.Durability)
+	if c := st.Cluster; c != nil {
+		down, silent := 0, 0
+		for _, a := range c.Unreachable {
+			if a.Node == "" {
+				silent++
+			} else {
+				down++
+			}
+		}
+		fmt.Fprintf(w, "cluster %s  peer listener %s  peers %d up, %d down", c.Name, c.Listen, len(c.Peers), down)
+		if silent > 0 {
+			fmt.Fprintf(w, ", unanswered addresses %d", silent)
+		}
+		fmt.Fprintln(w)
+	}
 	full := ""
 	if st.Log.Full {
 		full = "  FULL (rejecting)"
@@ -212,14 +228,21 @@ func printStatus(w io.Writer, st, prev *gateway.Status) {
 				prevGroups[[2]string{g.Filter, g.Queue}] = g
 			}
 		}
-		fmt.Fprintln(tw, "GROUP\tQUEUE\tMEMBERS\tIN FLIGHT\tPENDING\tLAG\tDELIVERED/S\tACKED/S\tDELIVERED\tACKED\tREDELIVERED\tDEAD\tP50\tP99")
-		for _, g := range st.Groups {
-			pg, ok := prevGroups[[2]string{g.Filter, g.Queue}]
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", g.Filter, g.Queue, g.Members, g.InFlight, g.Pending,
-				g.Lag, r.rate(pg.Delivered, g.Delivered, ok), r.rate(pg.Acked, g.Acked, ok), g.Delivered, g.Acked,
-				g.Redeliveries, g.DeadLetters, millis(g.LatencyP50ms), millis(g.LatencyP99ms))
+		if st.Cluster != nil {
+			printClusterGroups(tw, st, prevGroups, r)
+		} else {
+			fmt.Fprintln(tw, "GROUP\tQUEUE\tMEMBERS\tIN FLIGHT\tPENDING\tLAG\tDELIVERED/S\tACKED/S\tDELIVERED\tACKED\tREDELIVERED\tDEAD\tP50\tP99")
+			for _, g := range st.Groups {
+				pg, ok := prevGroups[[2]string{g.Filter, g.Queue}]
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", g.Filter, g.Queue, g.Members, g.InFlight, g.Pending,
+					g.Lag, r.rate(pg.Delivered, g.Delivered, ok), r.rate(pg.Acked, g.Acked, ok), g.Delivered, g.Acked,
+					g.Redeliveries, g.DeadLetters, millis(g.LatencyP50ms), millis(g.LatencyP99ms))
+			}
 		}
 		tw.Flush()
+	}
+	if st.Cluster != nil {
+		printCluster(w, st, prev, r)
 	}
 	if len(st.HotDevices) > 0 {
 		fmt.Fprintln(w)
@@ -375,4 +398,121 @@ func human(n int64) string {
 		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// printClusterGroups writes the GROUP table of a cluster node: who delivers
+// each group, and the delivery figures only where this node does (another
+// node's leader has them; "-" here, not 0).
+func printClusterGroups(tw io.Writer, st *gateway.Status, prev map[[2]string]gateway.GroupStatus, r rater) {
+	fmt.Fprintln(tw, "GROUP\tQUEUE\tLED BY\tMEMBERS\tIN FLIGHT\tPENDING\tLAG\tDELIVERED/S\tACKED/S\tDELIVERED\tACKED\tREDELIVERED\tDEAD\tP50\tP99")
+	for _, g := range st.Groups {
+		if !g.Leading {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\n", g.Filter, g.Queue, leaderOf(st.Cluster, g), g.Members)
+			continue
+		}
+		pg, ok := prev[[2]string{g.Filter, g.Queue}]
+		ok = ok && pg.Leading // counted by this node's leadership since it began
+		fmt.Fprintf(tw, "%s\t%s\tthis node\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", g.Filter, g.Queue, g.Members, g.InFlight, g.Pending,
+			g.Lag, r.rate(pg.Delivered, g.Delivered, ok), r.rate(pg.Acked, g.Acked, ok), g.Delivered, g.Acked,
+			g.Redeliveries, g.DeadLetters, millis(g.LatencyP50ms), millis(g.LatencyP99ms))
+	}
+}
+
+// leaderOf names the leader of a group this node does not deliver.
+func leaderOf(c *gateway.ClusterStatus, g gateway.GroupStatus) string {
+	l, ok := c.Leaders[g.Filter+" "+g.Queue]
+	switch {
+	case !ok || l.Leader == "":
+		return "(electing)"
+	case l.Self:
+		return "this node (stepping down)"
+	}
+	return l.Leader
+}
+
+// printCluster writes the cluster section: peers (up, and the addresses to
+// dial that have no connection), the leader of each group with its members
+// by node, and the cluster's counters.
+func printCluster(w io.Writer, st, prev *gateway.Status, r rater) {
+	c := st.Cluster
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w)
+	if len(c.Peers)+len(c.Unreachable) == 0 {
+		fmt.Fprintln(w, "no peers")
+	} else {
+		prevPeers := map[string]cluster.PeerStatus{}
+		if prev != nil && prev.Cluster != nil {
+			for _, p := range prev.Cluster.Peers {
+				prevPeers[p.Node] = p
+			}
+		}
+		fmt.Fprintln(tw, "PEER\tADDRESS\tPRIORITY\tPARTITIONS\tSTATE\tLAST SEEN\tQUEUED\tFRAMES IN/S\tFRAMES OUT/S\tBYTES IN\tBYTES OUT")
+		for _, p := range c.Peers {
+			pp, ok := prevPeers[p.Node]
+			ok = ok && pp.Since.Equal(p.Since) // the same connection: its counters go on
+			addr := p.Addr
+			if !p.Dialed {
+				addr += " (in)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\tup %s\t%s ago\t%s\t%s\t%s\t%s\t%s\n", p.Node, addr, p.Priority, p.Partitions,
+				age(st.Time.Sub(p.Since), time.Second), age(st.Time.Sub(p.LastSeen), 100*time.Millisecond), human(int64(p.QueuedBytes)),
+				r.rate(pp.FramesIn, p.FramesIn, ok), r.rate(pp.FramesOut, p.FramesOut, ok), human(int64(p.BytesIn)), human(int64(p.BytesOut)))
+		}
+		for _, a := range c.Unreachable {
+			node, state := a.Node, "down"
+			if node == "" {
+				node, state = "?", "no answer"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t%s\t-\t-\t-\t-\t-\t-\n", node, a.Addr, state)
+		}
+		tw.Flush()
+	}
+	if len(st.Groups) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(tw, "LEADER\tEPOCH\tGROUP\tQUEUE\tMEMBERS BY NODE\tFORWARDS")
+		for _, g := range st.Groups {
+			leader, epoch := "(electing)", "-"
+			if l, ok := c.Leaders[g.Filter+" "+g.Queue]; ok {
+				leader, epoch = l.Leader, l.Epoch
+				if l.Self {
+					leader += " (this node)"
+				}
+			}
+			fwd := "-"
+			if g.Leading {
+				fwd = fmt.Sprint(g.Forwards)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", leader, epoch, g.Filter, g.Queue, byNode(g.MembersByNode), fwd)
+		}
+		tw.Flush()
+	}
+	pe, el, d := c.PeerEvents, c.Election, c.DataPath
+	fmt.Fprintf(w, "\npeers came up %d times, went down %d; refused peers %d, send-queue overflows %d\n",
+		pe.Ups, pe.Downs, c.Refused, pe.SendQueueOverflows)
+	fmt.Fprintf(w, "elections %d, leaderships won %d (handed over %d, deposed %d), take-overs %d; stale coordinators %d, fenced requests %d\n",
+		el.Elections, el.Leaderships, el.HandOvers, el.Deposed, el.TakeOvers, el.StaleCoordinators, d.FencedRequests)
+	fmt.Fprintf(w, "forwards received %d (refused %d), acks relayed %d, remote commits %d (failed %d)\n",
+		d.ForwardsIn, d.ForwardsRefused, d.AcksRelayed, d.RemoteCommits, d.RemoteCommitFailures)
+}
+
+// byNode writes members by node as "gw-a:2 gw-b:1".
+func byNode(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(m))
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s:%d", n, m[n]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// age rounds a duration for people: to the second for uptimes, to a tenth
+// of a second for heartbeats; never negative.
+func age(d, unit time.Duration) string {
+	d = max(d, 0).Round(unit)
+	if unit < time.Second {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.String()
 }

@@ -166,6 +166,34 @@ func (e *Elector) Leader(group string) (string, election.Epoch, bool) {
 	return string(n), ep, ok
 }
 
+// Stats returns the machine's counters.
+func (e *Elector) Stats() election.Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.m.Stats()
+}
+
+// GroupLeader is a group's current leader and epoch, as Leader reports it.
+type GroupLeader struct {
+	Group  string
+	Leader string
+	Epoch  election.Epoch
+}
+
+// Leaders reports the current leader of each of groups that has one (in
+// the order of groups), and the machine's counters, taking the lock once.
+func (e *Elector) Leaders(groups []string) ([]GroupLeader, election.Stats) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]GroupLeader, 0, len(groups))
+	for _, g := range groups {
+		if n, ep, ok := e.m.Leader(g); ok {
+			out = append(out, GroupLeader{Group: g, Leader: string(n), Epoch: ep})
+		}
+	}
+	return out, e.m.Stats()
+}
+
 // Run ticks the machine until ctx ends.
 func (e *Elector) Run(ctx context.Context) {
 	t := time.NewTicker(e.tick)

@@ -151,7 +151,25 @@ func TestElectionOverRealConnections(t *testing.T) {
 		t.Fatalf("epoch did not grow across the take-over: %v then %v", before, after)
 	}
 	// Fencing: an owner refuses the old leader's epoch.
+	fencedBefore := a.el.Stats().Fenced
 	if err := a.el.Fence(groups[0], before); err == nil {
 		t.Fatalf("stale epoch %v accepted after %v", before, after)
+	}
+	// The read-only view: every group's leader in one call, and counters
+	// that saw the elections, c's take-overs and the refusal above.
+	ls, st := a.el.Leaders(append([]string{"not a group"}, groups...))
+	if len(ls) != len(groups) {
+		t.Fatalf("leaders of %d groups, want %d: %+v", len(ls), len(groups), ls)
+	}
+	for i, l := range ls {
+		if l.Group != groups[i] || l.Leader != "c" || l.Epoch.Leader != "c" {
+			t.Errorf("leader %d: %+v", i, l)
+		}
+	}
+	if st.Fenced != fencedBefore+1 || st.Elections == 0 {
+		t.Errorf("stats of a: %+v (fenced before the stale epoch %d)", st, fencedBefore)
+	}
+	if cs := c.el.Stats(); cs.Leaderships < uint64(len(groups)) || cs.TakeOvers == 0 {
+		t.Errorf("stats of c after taking over: %+v", cs)
 	}
 }

@@ -706,6 +706,32 @@ func (m *Manager) conn(node string, t Type) (*peerConn, error) {
 	return pc, nil
 }
 
+// AddrStatus is an address to dial (static, or found by discovery) that has
+// no connection now.
+type AddrStatus struct {
+	Addr string `json:"addr"`
+	// Node is the node the address led to when it was last dialed; "" if
+	// it never answered the handshake.
+	Node   string `json:"node,omitempty"`
+	Static bool   `json:"static"`
+}
+
+// Unreachable lists the addresses to dial whose node has no connection (a
+// peer that is down, or an address that never answered), sorted by
+// address; at most MaxPeers.
+func (m *Manager) Unreachable() []AddrStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []AddrStatus
+	for a, static := range m.addrs {
+		if !m.connectedToAddr(a) {
+			out = append(out, AddrStatus{Addr: a, Node: m.addrNode[a], Static: static})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	return out
+}
+
 // Connected reports whether node has an established connection.
 func (m *Manager) Connected(node string) bool {
 	m.mu.Lock()

@@ -205,3 +205,35 @@ func TestPeersNoRedialOfAConnectedPeer(t *testing.T) {
 		t.Fatal("a does not count b's address as connected")
 	}
 }
+
+// TestUnreachable: a static address that does not answer is listed without
+// a node; once its node connects it is not listed; when the node goes away
+// it is listed again, with the node it led to.
+func TestUnreachable(t *testing.T) {
+	bAddr := "127.0.0.1:" + freePortString(t)
+	a := startNode(t, "a", "plant", secret, 1, bAddr)
+	if got := a.m.Unreachable(); len(got) != 1 || got[0] != (AddrStatus{Addr: bAddr, Static: true}) {
+		t.Fatalf("before b: %+v", got)
+	}
+	rec := newRecorder()
+	b, err := NewManager(ManagerConfig{
+		Identity: Identity{Cluster: "plant", Node: "b", Secret: []byte(secret)}, Priority: 2, Listen: bAddr,
+		HeartbeatInterval: 50 * time.Millisecond, FailureTimeout: 300 * time.Millisecond, DialInterval: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a connects to b", func() bool { _, ok := a.rec.isUp("b"); return ok && len(a.m.Unreachable()) == 0 })
+	cancel()
+	b.Wait()
+	eventually(t, "b unreachable again", func() bool {
+		got := a.m.Unreachable()
+		return len(got) == 1 && got[0] == AddrStatus{Addr: bAddr, Node: "b", Static: true}
+	})
+}

@@ -19,6 +19,8 @@
 //
 // Cardinality is bounded by configuration, never by traffic: partitions,
 // queue groups (queue.max_groups), bridges and their fixed reason sets,
-// network interfaces and thermal zones (bounded in devicemetrics), and at
-// most metrics.top_devices device IDs. No other series carries a device ID.
+// cluster peers (the peer manager's limit of 64) and, per group, the nodes
+// with members of it, network interfaces and thermal zones (bounded in
+// devicemetrics), and at most metrics.top_devices device IDs. No other
+// series carries a device ID.
 package metrics

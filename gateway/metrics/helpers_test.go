@@ -11,6 +11,8 @@ import (
 
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
+	"edgeq/discovery/election"
+	"edgeq/gateway/cluster"
 	"edgeq/gateway/devicemetrics"
 	"edgeq/gateway/dispatch"
 	"edgeq/gateway/hot"
@@ -156,4 +158,61 @@ func mustValues(t testing.TB, text []byte) map[string]float64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// clusterSnapshot is node gw-b of cluster "plant" with richSnapshot's
+// partitions and three groups: workers-00 led here (with two of gw-a's
+// partitions, as core partitions 2048 and 2049), workers-01 led by gw-c
+// (nothing of its delivery known here), workers-02 still being elected.
+// Peers gw-a and gw-c are connected; gw-d is down (two addresses) and one
+// discovered address never answered.
+func clusterSnapshot(t testing.TB, partitions int) *Snapshot {
+	t.Helper()
+	s := richSnapshot(t, partitions, 3)
+	s.Node = "gw-b"
+	s.Device = nil
+	s.Dispatch.ForwardsIn, s.Dispatch.ForwardsRefused, s.Dispatch.AcksRelayed = 300, 3, 290
+	s.Dispatch.RemoteCommits, s.Dispatch.RemoteCommitFailures = 77, 1
+	lead := &s.Groups[0]
+	lead.Leading, lead.Forwards = true, 1200
+	lead.Members = map[string]int{"gw-a": 2, "gw-b": 1}
+	lead.Partitions = map[int]dispatch.PartitionRef{}
+	for p := range partitions {
+		lead.Partitions[p] = dispatch.PartitionRef{Node: "gw-b", Partition: p}
+	}
+	for p := range 2 {
+		lead.Partitions[2048+p] = dispatch.PartitionRef{Node: "gw-a", Partition: p, Durable: uint64(500 + p)}
+		lead.Core.Partitions = append(lead.Core.Partitions, queue.PartitionStats{Partition: 2048 + p, Committed: 490, Next: 495, Span: 5})
+	}
+	for i := 1; i < 3; i++ {
+		g := &s.Groups[i]
+		g.Core, g.Latency = queue.Stats{}, hist.Snapshot{}
+	}
+	s.Groups[1].Members = map[string]int{"gw-a": 1, "gw-c": 1}
+	s.Groups[2].Members = map[string]int{}
+	s.Cluster = &ClusterStats{
+		Name: "plant", Listen: "10.0.0.2:7420",
+		Peers: []cluster.PeerStatus{
+			{Node: "gw-a", Addr: "10.0.0.1:7420", Priority: 1, Partitions: 10, Dialed: true,
+				Since: s.Time.Add(-time.Hour), LastSeen: s.Time.Add(-250 * time.Millisecond), QueuedBytes: 512,
+				FramesIn: 1000, FramesOut: 900, BytesIn: 1_000_000, BytesOut: 90_000},
+			{Node: "gw-c", Addr: "10.0.0.3:50122", Priority: 3, Partitions: 4,
+				Since: s.Time.Add(-time.Minute), LastSeen: s.Time.Add(-100 * time.Millisecond),
+				FramesIn: 50, FramesOut: 60, BytesIn: 5000, BytesOut: 6000},
+		},
+		Unreachable: []cluster.AddrStatus{
+			{Addr: "10.0.0.4:7420", Node: "gw-d", Static: true},
+			{Addr: "10.0.0.9:7420"},
+			{Addr: "192.168.1.4:7420", Node: "gw-d"},
+		},
+		Manager: cluster.Counters{Refused: 4, Overflows: 1, Ups: 5, Downs: 3},
+		Election: election.Stats{Elections: 9, Leaderships: 6, TakeOvers: 2, HandOverTimeouts: 1,
+			HandOvers: 3, DrainTimeouts: 0, Deposed: 2, Stale: 8, Fenced: 5},
+		FencedRequests: 6,
+		Leaders: map[dispatch.GroupKey]Leader{
+			s.Groups[0].Key: {Node: "gw-b", Epoch: election.Epoch{N: 7, Leader: "gw-b"}, Self: true},
+			s.Groups[1].Key: {Node: "gw-c", Epoch: election.Epoch{N: 4, Leader: "gw-c"}},
+		},
+	}
+	return s
 }

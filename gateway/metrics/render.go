@@ -31,7 +31,8 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 }
 
 // Render writes the snapshot in the Prometheus text format: node, ingest,
-// log, queue groups, live tail, NATS, bridges, device metrics. Families
+// log, queue groups, live tail, cluster (when there is one), NATS, bridges,
+// device metrics. Families
 // appear once each, with HELP and TYPE; the order is fixed, and so is the
 // series order within a family (partitions by number, groups by key, the
 // rest as the snapshot lists them), so two renders of one snapshot are
@@ -47,6 +48,7 @@ func Render(w io.Writer, s *Snapshot) {
 	renderIngest(e, s)
 	renderLog(e, s)
 	renderGroups(e, s)
+	renderCluster(e, s)
 	renderNATS(e, s)
 	renderBridges(e, s)
 	RenderDevice(w, s.Device)

@@ -62,6 +62,8 @@ func TestRenderLints(t *testing.T) {
 		{"8+2 partitions 10 groups", richSnapshot(t, 10, 10), 800, []string{"edgeq_group_delivery_latency_seconds", "edgeq_group_window_span", "edgeq_mqtt_unmappable_total", "edgeq_serial_dropped_total", "edgeq_top_device_messages_per_second"}},
 		{"escaped label values", odd, 100, []string{"edgeq_group_lag"}},
 		{"missing proc and sys", &Snapshot{Device: missingRootSamples(t)}, 30, []string{"edgeq_collector_success"}},
+		{"cluster", clusterSnapshot(t, 10), 300, []string{"edgeq_cluster_peer_up", "edgeq_group_members_by_node", "edgeq_group_leader"}},
+		{"cluster alone", &Snapshot{Cluster: &ClusterStats{Name: "plant"}}, 50, []string{"edgeq_cluster_info", "edgeq_cluster_remote_commits_total"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
