@@ -267,6 +267,15 @@ func TestLANLeaderKill(t *testing.T) {
 			if third := sts[0].leader(lanGroup).Epoch; compareEpochs(third, second) <= 0 {
 				t.Errorf("epoch %s after gw-c took the group back, %s before", third, second)
 			}
+			// It took it back through the safe hand-over: gw-c waited for its
+			// peers before electing, asked gw-b, and gw-b drained; nobody was
+			// deposed by a newer epoch.
+			if e := sts[1].Cluster.Election; e.HandOvers < 1 || e.Deposed != 0 {
+				t.Errorf("gw-b's election counters %+v: want a hand-over and no deposition", e)
+			}
+			if e := sts[2].Cluster.Election; e.TakeOvers < 1 {
+				t.Errorf("gw-c's election counters %+v: want a take-over", e)
+			}
 		})
 	}
 }

@@ -473,8 +473,13 @@ type lanStatus struct {
 			Addr     string `json:"Addr"`
 			Priority int    `json:"Priority"`
 		} `json:"peers"`
-		Leaders map[string]lanLeader `json:"leaders"`
-		Refused uint64               `json:"refused_peers"`
+		Leaders  map[string]lanLeader `json:"leaders"`
+		Refused  uint64               `json:"refused_peers"`
+		Election struct {
+			HandOvers uint64 `json:"hand_overs"`
+			TakeOvers uint64 `json:"take_overs"`
+			Deposed   uint64 `json:"deposed"`
+		} `json:"election"`
 	} `json:"cluster"`
 }
 

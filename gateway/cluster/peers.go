@@ -159,6 +159,7 @@ type peerConn struct {
 	c          net.Conn
 	lastSeen   atomic.Int64
 	closed     atomic.Bool
+	up         atomic.Bool // its first heartbeat arrived
 
 	qmu    sync.Mutex
 	queued []byte        // encoded frames waiting for the writer; bound: MaxQueued
@@ -401,9 +402,12 @@ func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 	var carried []byte
 	m.mu.Lock()
 	if old, ok := m.conns[pc.node]; ok {
-		if !m.keep(pc) {
+		// A connection in use (both sides confirmed it) is kept: replacing
+		// it would lose the frames on their way. Between two new ones, the
+		// one dialed by the smaller ID wins, so both sides choose the same.
+		if old.up.Load() || !m.keep(pc) {
 			m.mu.Unlock()
-			return // the other connection of this pair wins
+			return
 		}
 		// What the old connection had not written yet goes on the new one
 		// (after its first heartbeat), so a replacement loses as little as
@@ -457,6 +461,7 @@ func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 				pc.partitions.Store(int64(info.Partitions))
 				m.learnAddr(pc, info.Addr)
 				up = true
+				pc.up.Store(true)
 				m.ups.Add(1)
 				m.handler.PeerUp(pc.node, info)
 			}
@@ -700,7 +705,10 @@ func (m *Manager) conn(node string, t Type) (*peerConn, error) {
 	m.mu.Lock()
 	pc := m.conns[node]
 	m.mu.Unlock()
-	if pc == nil {
+	// Only a connection the peer has confirmed (its first heartbeat came on
+	// it) carries frames: when both sides dial at once, each may register
+	// the one the other drops, and what went out on that one would be lost.
+	if pc == nil || !pc.up.Load() {
 		return nil, fmt.Errorf("cluster: peer %s not connected", node)
 	}
 	return pc, nil
@@ -732,19 +740,24 @@ func (m *Manager) Unreachable() []AddrStatus {
 	return out
 }
 
-// Connected reports whether node has an established connection.
+// Connected reports whether node has an established connection (the peer
+// confirmed it with its first heartbeat).
 func (m *Manager) Connected(node string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.conns[node] != nil
+	pc := m.conns[node]
+	return pc != nil && pc.up.Load()
 }
 
-// Peers lists the connected peers, sorted by node ID.
+// Peers lists the connected peers (whose first heartbeat arrived), sorted by node ID.
 func (m *Manager) Peers() []PeerStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]PeerStatus, 0, len(m.conns))
 	for _, pc := range m.conns {
+		if !pc.up.Load() {
+			continue // not yet said who it is
+		}
 		pc.qmu.Lock()
 		queued := len(pc.queued)
 		pc.qmu.Unlock()

@@ -255,6 +255,14 @@ func (r *Registry) PeerDown(node string) {
 	}
 }
 
+// peerIsUp reports whether node is reachable now.
+func (r *Registry) peerIsUp(node string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, up := r.nodes.parts[node]
+	return up
+}
+
 func (r *Registry) runners() []*runner {
 	runs := make([]*runner, 0, len(r.byID))
 	for _, run := range r.byID {

@@ -25,6 +25,18 @@ type memNet struct {
 	down  map[string]bool // nodes cut off
 	dead  []string        // dead letters published to peers
 	fails int             // calls refused because a node was cut off
+	// fenced[owner][leader]: owner refuses leader's positions, fetches and
+	// commits (it has seen a newer epoch), as the elector's fence would.
+	fenced map[string]map[string]bool
+}
+
+func (n *memNet) fence(owner, leader string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fenced[owner][leader] {
+		return fmt.Errorf("memnet: %s refuses %s: stale epoch", owner, leader)
+	}
+	return nil
 }
 
 type memPeers struct {
@@ -47,12 +59,18 @@ func (p *memPeers) Position(ctx context.Context, node string, key GroupKey, deli
 	if err != nil {
 		return nil, err
 	}
+	if err := p.net.fence(node, p.self); err != nil {
+		return nil, err
+	}
 	return r.ServePosition(key, deliverAll)
 }
 
 func (p *memPeers) Fetch(ctx context.Context, node string, key GroupKey, req RemoteFetch) (RemoteBatch, error) {
 	r, err := p.net.peer(p.self, node)
 	if err != nil {
+		return RemoteBatch{}, err
+	}
+	if err := p.net.fence(node, p.self); err != nil {
 		return RemoteBatch{}, err
 	}
 	b, err := r.ReadPartition(ctx, req.Partition, req.From, req.MaxMsgs, req.MaxBytes, 50*time.Millisecond)
@@ -199,7 +217,7 @@ type memNode struct {
 
 func newMemCluster(t *testing.T, cfg queue.Config, ids ...string) (*memNet, map[string]*memNode) {
 	t.Helper()
-	net := &memNet{regs: map[string]*Registry{}, down: map[string]bool{}}
+	net := &memNet{regs: map[string]*Registry{}, down: map[string]bool{}, fenced: map[string]map[string]bool{}}
 	nodes := map[string]*memNode{}
 	for _, id := range ids {
 		l := openLog(t, t.TempDir())
@@ -412,5 +430,85 @@ func TestClusterGroupDeclaredByAPeerDoesNotExpire(t *testing.T) {
 	b.reg.Expire(later)
 	if len(b.reg.Groups()) != 0 {
 		t.Fatal("a group nobody declares and without members did not expire")
+	}
+}
+
+// TestClusterSplitBrainHealKeepsParkedMessages: the leader a has read ahead
+// of b's log when b is cut off; b leads the group alone on its side (a
+// newer epoch) and delivers its own log there. When the link returns, b
+// refuses a's requests (fenced), so a must not deliver what it had read
+// ahead of b: those messages went out on b's side already.
+func TestClusterSplitBrainHealKeepsParkedMessages(t *testing.T) {
+	cfg := queue.DefaultConfig()
+	cfg.Deliver = queue.DeliverAll
+	net, nodes := newMemCluster(t, cfg, "a", "b")
+	a, b := nodes["a"], nodes["b"]
+	key := GroupKey{Filter: "telemetry.>", Queue: "q"}
+	// a's worker holds everything it gets: a has all of b's messages read
+	// ahead, one per device in flight, the rest waiting.
+	wa := &holdingMember{}
+	if err := a.reg.Join(key, "wa", wa, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.reg.Lead(key); err != nil {
+		t.Fatal(err)
+	}
+	publishOn(t, b.log, "b-dev-", 2, 5)
+	waitFor(t, "a's worker holding b's first messages", 10*time.Second, func() bool { return wa.count() == 2 })
+
+	net.mu.Lock()
+	net.down["b"] = true
+	net.fenced["b"] = map[string]bool{"a": true} // b elects itself: a's epoch is stale there
+	net.mu.Unlock()
+	a.reg.PeerDown("b")
+	b.reg.PeerDown("a")
+	w := newClusterWorld(t)
+	wb := &clusterMember{id: "wb", w: w, reg: b.reg}
+	if err := b.reg.Join(key, "wb", wb, 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.reg.Lead(key); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b delivering its own log", 10*time.Second, func() bool { return w.delivered() == 10 })
+
+	net.mu.Lock()
+	net.down["b"] = false
+	net.mu.Unlock()
+	a.reg.PeerUp("b", b.log.NumPartitions())
+	wa.release(a.reg) // a's worker acks what it held: those devices move on at a, if anything
+	time.Sleep(500 * time.Millisecond)
+	if n := wa.count(); n != 2 {
+		t.Fatalf("a delivered %d messages of b after the heal, want only the 2 in flight at the cut", n)
+	}
+	<-a.reg.StepDown(key, false, time.Now().Add(time.Second))
+	<-b.reg.StepDown(key, true, time.Now().Add(time.Second))
+}
+
+// holdingMember keeps every delivery unanswered until release.
+type holdingMember struct {
+	mu      sync.Mutex
+	replies []string
+}
+
+func (m *holdingMember) Deliver(d *Delivery) bool {
+	m.mu.Lock()
+	m.replies = append(m.replies, strings.Clone(d.Reply))
+	m.mu.Unlock()
+	return true
+}
+
+func (m *holdingMember) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.replies)
+}
+
+func (m *holdingMember) release(reg *Registry) {
+	m.mu.Lock()
+	rs := append([]string(nil), m.replies...)
+	m.mu.Unlock()
+	for _, r := range rs {
+		_ = reg.Ack(r, nil)
 	}
 }

@@ -303,6 +303,7 @@ func (r *Registry) startRunner(g *group) {
 		attached:   map[string]bool{},
 		peerParts:  map[string]int{},
 		down:       map[string]bool{},
+		confirming: map[string]bool{},
 		pending:    map[int]uint64{},
 		committing: map[string]bool{},
 		durable:    map[int]uint64{},

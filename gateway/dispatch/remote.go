@@ -30,6 +30,10 @@ func (r *Registry) remoteMember(node string, key GroupKey, id queue.MemberID) Me
 	return &remoteMember{peers: r.cfg.Peers, node: node, key: key, id: id}
 }
 
+// attachSettle is how long a running group waits before it reads a peer
+// that came up (see attach).
+const attachSettle = 500 * time.Millisecond
+
 // retryBackoff paces retries against an unreachable peer.
 type retryBackoff struct{ d time.Duration }
 
@@ -47,13 +51,24 @@ func (b *retryBackoff) wait(ctx context.Context) bool {
 // positions (retrying while node is unreachable) and hands them to the
 // runner (evAttach). Once a peer's partitions are in the core they stay:
 // while the peer is away they pause, and resume when it is back.
-func (r *runner) attach(ctx context.Context, node string) {
+//
+// A peer that comes up while this runner delivers is positioned after
+// attachSettle: the election settles first. When a network partition
+// heals, the node that led alone on one side has the newer epoch; were it to
+// take the other side's partitions at once, the other side's leader (not
+// yet deposed) would still be delivering what it read ahead of them.
+func (r *runner) attach(ctx context.Context, node string, settle time.Duration) {
 	if r.attached[node] {
 		return
 	}
 	r.attached[node] = true // being positioned
 	deliverAll := r.grp.cfg.Core.Deliver == queue.DeliverAll
 	go func() {
+		select {
+		case <-time.After(settle):
+		case <-ctx.Done():
+			return
+		}
 		var b retryBackoff
 		for {
 			starts, err := r.reg.cfg.Peers.Position(ctx, node, r.key, deliverAll)
@@ -91,6 +106,33 @@ func (r *runner) addPeerPartitions(node string, starts []uint64) {
 		r.pausePeer(node, true, time.Now())
 	}
 	r.logger.Info("reading peer partitions", "node", node, "partitions", len(starts))
+}
+
+// confirmPeer resumes the partitions of a peer that is back once it accepts
+// this leader: a fenced round trip (a position request) must succeed first.
+// A peer that led the group on the other side of a network partition has a
+// newer epoch and refuses, so the messages read ahead from it stay parked
+// until this runner steps down.
+func (r *runner) confirmPeer(ctx context.Context, node string) {
+	if !r.down[node] || r.peerParts[node] == 0 || r.confirming[node] {
+		return // never paused, not read yet (attach positions it), or being checked
+	}
+	r.confirming[node] = true
+	deliverAll := r.grp.cfg.Core.Deliver == queue.DeliverAll
+	go func() {
+		var b retryBackoff
+		for {
+			if _, err := r.reg.cfg.Peers.Position(ctx, node, r.key, deliverAll); err == nil {
+				_ = r.post(ctx, event{kind: evResume, node: node})
+				return
+			} else {
+				r.logger.Debug("peer back, not accepting this leader yet", "node", node, "err", err)
+			}
+			if !b.wait(ctx) {
+				return
+			}
+		}
+	}()
 }
 
 // pausePeer stops (or restarts) delivering the messages of node's

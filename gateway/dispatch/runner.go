@@ -40,6 +40,7 @@ const (
 	evDrain
 	evPeerUp     // a peer is reachable: read (or resume) its partitions
 	evPeerDown   // a peer is unreachable: pause its partitions
+	evResume     // a peer that was back accepted this leader: resume its partitions
 	evAttach     // a peer's start positions arrived
 	evCommitDone // a commit at a peer finished
 )
@@ -80,6 +81,7 @@ type runner struct {
 	attached   map[string]bool // bound: MaxPeers
 	peerParts  map[string]int  // partitions of each peer in the core; bound: MaxPeers
 	down       map[string]bool // peers gone since their partitions were added; bound: MaxPeers
+	confirming map[string]bool // peers back whose acceptance of this leader is being checked; bound: MaxPeers
 	pending    map[int]uint64
 	committing map[string]bool
 	durable    map[int]uint64
@@ -127,7 +129,7 @@ func (r *runner) run(peers []string) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for _, node := range peers {
-		r.attach(ctx, node)
+		r.attach(ctx, node, 0)
 	}
 	r.apply(ctx)
 	for {
@@ -189,6 +191,7 @@ func (r *runner) handle(ctx context.Context, ev event, now time.Time) {
 		if _, ok := r.members[ev.member]; ok {
 			delete(r.members, ev.member)
 			err = r.core.RemoveMember(ev.member, now)
+			r.logger.Debug("member left", "member", string(ev.member))
 		}
 	case evCredit:
 		err = r.core.SetCredit(ev.member, ev.credit, now)
@@ -208,8 +211,13 @@ func (r *runner) handle(ctx context.Context, ev event, now time.Time) {
 	case evDrain:
 		err = r.core.Drain(ev.drainUntil, now)
 	case evPeerUp:
-		r.attach(ctx, ev.node)
-		r.pausePeer(ev.node, false, now)
+		r.attach(ctx, ev.node, attachSettle)
+		r.confirmPeer(ctx, ev.node)
+	case evResume:
+		delete(r.confirming, ev.node)
+		if r.reg.peerIsUp(ev.node) { // not gone again meanwhile
+			r.pausePeer(ev.node, false, now)
+		}
 	case evPeerDown:
 		r.pausePeer(ev.node, true, now)
 	case evAttach:
@@ -274,6 +282,7 @@ func (r *runner) deliver(d *queue.Delivery) {
 	if !m.Deliver(dv) {
 		// The connection cannot take it (slow or closing): the member is
 		// treated as failed, so everything it holds goes to others.
+		r.logger.Debug("member refused a delivery: removed", "member", string(d.Member))
 		delete(r.members, d.Member)
 		_ = r.core.RemoveMember(d.Member, now)
 		r.reg.counters.refusedDeliveries.Add(1)
