@@ -75,23 +75,8 @@ func leaderOf(group string, nodes ...*node) string {
 // Every message is delivered, first deliveries keep each device's order per
 // ingesting node, and no device ever has two messages in a worker's hands.
 func TestClusterDeliveryAcrossNodes(t *testing.T) {
-	ports := []int{freePort(t), freePort(t), freePort(t)}
 	ids := []string{"gw-a", "gw-b", "gw-c"}
-	var nodes []*node
-	for i := range ids {
-		var peers []int
-		for j := range ports {
-			if j != i {
-				peers = append(peers, ports[j])
-			}
-		}
-		n := newNode(t, clusterConf(ports[i], i+1, "", peers...))
-		n.nodeID = ids[i]
-		nodes = append(nodes, n)
-	}
-	for _, n := range nodes {
-		n.start()
-	}
+	nodes := clusterOf(t, "")
 	a, b, c := nodes[0], nodes[1], nodes[2]
 	waitFor(t, "gw-c leads the group on every node", 30*time.Second, func() bool {
 		return leaderOf("telemetry.> workers", a, b, c) == "gw-c"
@@ -167,7 +152,7 @@ func sortedKeys[M ~map[string]V, V any](m M) string {
 
 // clusterOf starts nodes gw-a, gw-b, gw-c (priorities 1, 2, 3) with static
 // peers on loopback; extra is added to every config.
-func clusterOf(t *testing.T, extra string) []*node {
+func clusterOf(t testing.TB, extra string) []*node {
 	t.Helper()
 	ports := []int{freePort(t), freePort(t), freePort(t)}
 	var nodes []*node

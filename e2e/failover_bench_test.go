@@ -39,20 +39,7 @@ func BenchmarkClusterFailover(b *testing.B) {
 
 func failoverOnce(b *testing.B, freeze bool) time.Duration {
 	b.Helper()
-	ports := []int{freePort(b), freePort(b), freePort(b)}
-	var nodes []*node
-	for i, id := range []string{"gw-a", "gw-b", "gw-c"} {
-		var peers []int
-		for j := range ports {
-			if j != i {
-				peers = append(peers, ports[j])
-			}
-		}
-		n := newNode(b, clusterConf(ports[i], i+1, "", peers...))
-		n.nodeID = id
-		n.start()
-		nodes = append(nodes, n)
-	}
+	nodes := clusterOf(b, "")
 	a, bn, c := nodes[0], nodes[1], nodes[2]
 	defer func() {
 		for _, n := range nodes {

@@ -61,8 +61,8 @@ type peerServing struct {
 	slots  chan struct{} // fetches served at once for this peer
 }
 
-// maxServedFetches bounds the fetches one peer may have held here at once
-// (one per group and partition it reads).
+// maxServedFetches bounds the fetches (and positions) one peer may have
+// held here at once (one per group and partition it reads).
 const maxServedFetches = 4096
 
 // maxFetchAnswer caps the records of one FETCHED answer, so the send queue
@@ -369,7 +369,7 @@ func (p *peerLink) Frame(node string, f cluster.Frame) {
 			p.bad(node, f.Type, err)
 			return
 		}
-		go p.servePosition(node, m)
+		p.servePosition(node, m)
 	case cluster.TypeFetch:
 		m, err := cluster.DecodeFetchReq(f.Body)
 		if err != nil {
@@ -469,16 +469,37 @@ func (p *peerLink) fence(g cluster.GroupName, epoch election.Epoch) error {
 	return err
 }
 
+// servePosition answers on its own goroutine (recording a new group's
+// start fsyncs), within the peer's bound of requests served at once.
 func (p *peerLink) servePosition(node string, m cluster.PositionReq) {
-	resp := cluster.PositionResp{ID: m.ID}
-	if err := p.fence(m.Group, m.Epoch); err != nil {
-		resp.Err = err.Error()
-	} else if next, err := p.reg.ServePosition(dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}, m.DeliverAll); err != nil {
-		resp.Err = err.Error()
-	} else {
-		resp.Next = next
+	reply := func(resp *cluster.PositionResp) {
+		_ = p.mgr.Send(node, cluster.TypePositioned, cluster.AppendPositionResp(nil, resp))
 	}
-	_ = p.mgr.Send(node, cluster.TypePositioned, cluster.AppendPositionResp(nil, &resp))
+	p.mu.Lock()
+	s := p.serving[node]
+	p.mu.Unlock()
+	if s == nil {
+		reply(&cluster.PositionResp{ID: m.ID, Err: "peer not up"})
+		return
+	}
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		reply(&cluster.PositionResp{ID: m.ID, Err: "too many requests held"})
+		return
+	}
+	go func() {
+		defer func() { <-s.slots }()
+		resp := cluster.PositionResp{ID: m.ID}
+		if err := p.fence(m.Group, m.Epoch); err != nil {
+			resp.Err = err.Error()
+		} else if next, err := p.reg.ServePosition(dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}, m.DeliverAll); err != nil {
+			resp.Err = err.Error()
+		} else {
+			resp.Next = next
+		}
+		reply(&resp)
+	}()
 }
 
 func (p *peerLink) serveFetch(node string, m cluster.FetchReq) {

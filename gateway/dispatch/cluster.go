@@ -151,13 +151,10 @@ func (t *nodeTable) upNodes() []string {
 // from the committed offsets of every node.
 func (r *Registry) Lead(key GroupKey) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	g, created, err := r.ensureGroup(GroupConfig{Key: key, Core: r.cfg.Defaults})
 	if err != nil {
+		r.mu.Unlock()
 		return err
-	}
-	if created {
-		defer r.groupCreated(key)
 	}
 	g.leading = true
 	if g.run == nil {
@@ -165,6 +162,10 @@ func (r *Registry) Lead(key GroupKey) error {
 	}
 	// A runner still stopping from an earlier StepDown: runnerStopped
 	// starts the new one.
+	r.mu.Unlock()
+	if created {
+		r.groupCreated(key)
+	}
 	return nil
 }
 
