@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -138,16 +137,6 @@ func TestClusterDeliveryAcrossNodes(t *testing.T) {
 			}
 		}
 	}
-}
-
-// sortedKeys is for stable failure messages.
-func sortedKeys[M ~map[string]V, V any](m M) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return strings.Join(keys, ",")
 }
 
 // clusterOf starts nodes gw-a, gw-b, gw-c (priorities 1, 2, 3) with static
@@ -298,25 +287,7 @@ func TestClusterLeaderKill(t *testing.T) {
 			want[payload] = true
 		}
 	}
-	missing := func() []string {
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		var out []string
-		for payload := range want {
-			if tr.seen[payload] == 0 {
-				out = append(out, payload)
-			}
-		}
-		sort.Strings(out)
-		return out
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for len(missing()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if m := missing(); len(m) > 0 {
-		t.Fatalf("%d of %d pub-acked messages never delivered, e.g. %v", len(m), len(want), m[:min(10, len(m))])
-	}
+	waitDelivered(t, tr, want, 60*time.Second)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	dupes := 0

@@ -414,9 +414,8 @@ func (n *lanNode) freeze() {
 	}
 }
 
-// addr is the node's LAN address; peerAddr its peer listener.
-func (n *lanNode) addr() string     { return n.lan.addr(n.slot) }
-func (n *lanNode) peerAddr() string { return net.JoinHostPort(n.addr(), strconv.Itoa(lanPeerPort)) }
+// addr is the node's LAN address.
+func (n *lanNode) addr() string { return n.lan.addr(n.slot) }
 
 // nats connects to the node inside its namespace (reconnects too) and
 // closes the connection at cleanup.

@@ -88,6 +88,10 @@ func wireGroup(k dispatch.GroupKey) cluster.GroupName {
 	return cluster.GroupName{Filter: k.Filter, Queue: k.Queue}
 }
 
+func keyOf(g cluster.GroupName) dispatch.GroupKey {
+	return dispatch.GroupKey{Filter: g.Filter, Queue: g.Queue}
+}
+
 // errNotLeading: a request for a group this node no longer delivers.
 var errNotLeading = errors.New("cluster: this node does not lead the group")
 
@@ -234,9 +238,7 @@ func (p *peerLink) PublishAll(subject string, header, payload []byte) {
 // MembersChanged implements dispatch.Peers.
 func (p *peerLink) MembersChanged(key dispatch.GroupKey) {
 	p.syncMu.Lock()
-	if len(p.dirty) < 4096 {
-		p.dirty[key] = true
-	}
+	p.dirty[key] = true // keys are groups the registry holds: bound by max_groups
 	p.syncMu.Unlock()
 	p.wakeSync()
 }
@@ -399,7 +401,7 @@ func (p *peerLink) Frame(node string, f cluster.Frame) {
 			return
 		}
 		d := dispatch.Delivery{Subject: m.Subject, Reply: m.Reply, Header: m.Header, Payload: m.Payload}
-		p.reg.Forwarded(node, dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}, queue.MemberID(m.Member), &d)
+		p.reg.Forwarded(node, keyOf(m.Group), queue.MemberID(m.Member), &d)
 	case cluster.TypeAck:
 		m, err := cluster.DecodeAckRelay(f.Body)
 		if err != nil {
@@ -417,7 +419,7 @@ func (p *peerLink) Frame(node string, f cluster.Frame) {
 		for i, x := range m.Members {
 			ms[i] = dispatch.RemoteMember{ID: queue.MemberID(x.ID), Credit: x.Credit}
 		}
-		key := dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}
+		key := keyOf(m.Group)
 		if err := p.reg.RemoteMembers(node, key, m.DeliverAll, m.Declared, ms); err != nil {
 			p.logger.Warn("members of a peer refused", "peer", node, "group", key.String(), "err", err)
 		}
@@ -455,7 +457,7 @@ func (p *peerLink) answer(body []byte) {
 // fence checks a leader's epoch for group before its request is served; a
 // group new here joins the election first.
 func (p *peerLink) fence(g cluster.GroupName, epoch election.Epoch) error {
-	name := g.Filter + " " + g.Queue
+	name := keyOf(g).String()
 	err := p.elector.Fence(name, epoch)
 	if errors.Is(err, election.ErrUnknownGroup) {
 		if aerr := p.elector.AddGroup(name); aerr != nil && !errors.Is(aerr, election.ErrGroupExists) {
@@ -475,52 +477,46 @@ func (p *peerLink) servePosition(node string, m cluster.PositionReq) {
 	reply := func(resp *cluster.PositionResp) {
 		_ = p.mgr.Send(node, cluster.TypePositioned, cluster.AppendPositionResp(nil, resp))
 	}
-	p.mu.Lock()
-	s := p.serving[node]
-	p.mu.Unlock()
-	if s == nil {
-		reply(&cluster.PositionResp{ID: m.ID, Err: "peer not up"})
-		return
-	}
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		reply(&cluster.PositionResp{ID: m.ID, Err: "too many requests held"})
-		return
-	}
-	go func() {
-		defer func() { <-s.slots }()
+	p.goServe(node, func(why string) { reply(&cluster.PositionResp{ID: m.ID, Err: why}) }, func(*peerServing) {
 		resp := cluster.PositionResp{ID: m.ID}
 		if err := p.fence(m.Group, m.Epoch); err != nil {
 			resp.Err = err.Error()
-		} else if next, err := p.reg.ServePosition(dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}, m.DeliverAll); err != nil {
+		} else if next, err := p.reg.ServePosition(keyOf(m.Group), m.DeliverAll); err != nil {
 			resp.Err = err.Error()
 		} else {
 			resp.Next = next
 		}
 		reply(&resp)
-	}()
+	})
 }
 
-func (p *peerLink) serveFetch(node string, m cluster.FetchReq) {
+// goServe runs serve on its own goroutine within node's bound of requests
+// held here at once; refuse answers a request that cannot be taken.
+func (p *peerLink) goServe(node string, refuse func(why string), serve func(*peerServing)) {
 	p.mu.Lock()
 	s := p.serving[node]
 	p.mu.Unlock()
-	fail := func(why string) {
-		_ = p.mgr.Send(node, cluster.TypeFetched, cluster.AppendFetchResp(nil, &cluster.FetchResp{ID: m.ID, Err: why}))
-	}
 	if s == nil {
-		fail("peer not up")
+		refuse("peer not up")
 		return
 	}
 	select {
 	case s.slots <- struct{}{}:
 	default:
-		fail("too many fetches held")
+		refuse("too many requests held")
 		return
 	}
 	go func() {
 		defer func() { <-s.slots }()
+		serve(s)
+	}()
+}
+
+func (p *peerLink) serveFetch(node string, m cluster.FetchReq) {
+	fail := func(why string) {
+		_ = p.mgr.Send(node, cluster.TypeFetched, cluster.AppendFetchResp(nil, &cluster.FetchResp{ID: m.ID, Err: why}))
+	}
+	p.goServe(node, fail, func(s *peerServing) {
 		if err := p.fence(m.Group, m.Epoch); err != nil {
 			fail(err.Error())
 			return
@@ -536,7 +532,7 @@ func (p *peerLink) serveFetch(node string, m cluster.FetchReq) {
 			resp.Records[i] = cluster.RawRecord{Offset: e.Offset, Raw: e.Raw}
 		}
 		_ = p.mgr.SendWait(s.ctx, node, cluster.TypeFetched, cluster.AppendFetchResp(nil, &resp))
-	}()
+	})
 }
 
 func (p *peerLink) serveCommit(node string, m cluster.CommitReq) {
@@ -548,7 +544,7 @@ func (p *peerLink) serveCommit(node string, m cluster.CommitReq) {
 		for i, o := range m.Offsets {
 			offs[i] = dispatch.PartitionOffset{Partition: o.Partition, Offset: o.Offset}
 		}
-		if err := p.reg.ServeCommit(dispatch.GroupKey{Filter: m.Group.Filter, Queue: m.Group.Queue}, offs, m.Sync); err != nil {
+		if err := p.reg.ServeCommit(keyOf(m.Group), offs, m.Sync); err != nil {
 			resp.Err = err.Error()
 		}
 	}

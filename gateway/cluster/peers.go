@@ -161,11 +161,12 @@ type peerConn struct {
 	closed     atomic.Bool
 	up         atomic.Bool // its first heartbeat arrived
 
-	qmu    sync.Mutex
-	queued []byte        // encoded frames waiting for the writer; bound: MaxQueued
-	room   chan struct{} // closed (and replaced) whenever the writer takes the queue
-	wake   chan struct{} // cap 1: the queue has frames
-	done   chan struct{} // closed when the connection ends
+	qmu     sync.Mutex
+	queued  []byte        // encoded frames waiting for the writer; bound: MaxQueued
+	nqueued int           // how many frames queued holds
+	room    chan struct{} // closed (and replaced) whenever the writer takes the queue
+	wake    chan struct{} // cap 1: the queue has frames
+	done    chan struct{} // closed when the connection ends
 
 	framesOut, framesIn, bytesOut, bytesIn atomic.Uint64
 }
@@ -400,6 +401,7 @@ func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 	defer pc.c.Close()
 	defer pc.shut()
 	var carried []byte
+	var ncarried int
 	m.mu.Lock()
 	if old, ok := m.conns[pc.node]; ok {
 		// A connection in use (both sides confirmed it) is kept: replacing
@@ -412,7 +414,7 @@ func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 		// What the old connection had not written yet goes on the new one
 		// (after its first heartbeat), so a replacement loses as little as
 		// it can.
-		carried = old.takeQueued()
+		carried, ncarried = old.takeQueued()
 		old.c.Close()
 	}
 	if len(m.conns) >= m.cfg.MaxPeers {
@@ -435,6 +437,7 @@ func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 	if len(carried) > 0 {
 		pc.qmu.Lock()
 		pc.queued = append(pc.queued, carried...)
+		pc.nqueued += ncarried
 		pc.qmu.Unlock()
 		select {
 		case pc.wake <- struct{}{}:
@@ -551,13 +554,14 @@ func (m *Manager) learnAddr(pc *peerConn, addr string) {
 	}
 }
 
-// takeQueued removes and returns the frames pc has not written yet.
-func (pc *peerConn) takeQueued() []byte {
+// takeQueued removes and returns the frames pc has not written yet, and
+// how many they are.
+func (pc *peerConn) takeQueued() ([]byte, int) {
 	pc.qmu.Lock()
 	defer pc.qmu.Unlock()
-	q := pc.queued
-	pc.queued = nil
-	return q
+	q, n := pc.queued, pc.nqueued
+	pc.queued, pc.nqueued = nil, 0
+	return q, n
 }
 
 func (m *Manager) heartbeat(ctx context.Context, pc *peerConn) {
@@ -607,6 +611,7 @@ func (m *Manager) enqueue(ctx context.Context, pc *peerConn, t Type, body []byte
 		}
 		if len(pc.queued)+n <= limit || len(pc.queued) == 0 {
 			pc.queued = AppendFrame(pc.queued, t, body)
+			pc.nqueued++
 			pc.qmu.Unlock()
 			select {
 			case pc.wake <- struct{}{}:
@@ -643,7 +648,8 @@ func (m *Manager) writeLoop(pc *peerConn) {
 		}
 		pc.qmu.Lock()
 		buf := pc.queued
-		pc.queued = spare[:0]
+		frames := pc.nqueued
+		pc.queued, pc.nqueued = spare[:0], 0
 		close(pc.room)
 		pc.room = make(chan struct{})
 		pc.qmu.Unlock()
@@ -657,23 +663,12 @@ func (m *Manager) writeLoop(pc *peerConn) {
 			return
 		}
 		pc.bytesOut.Add(uint64(len(buf)))
-		pc.framesOut.Add(uint64(countFrames(buf)))
+		pc.framesOut.Add(uint64(frames))
 		spare = buf[:0]
 		if cap(spare) > 1<<20 {
 			spare = nil // a burst grew the buffer: let it go
 		}
 	}
-}
-
-// countFrames counts the frames in a buffer of whole encoded frames.
-func countFrames(b []byte) int {
-	n := 0
-	for len(b) >= frameHeaderLen {
-		l := int(binary.BigEndian.Uint32(b[5:9]))
-		b = b[min(len(b), frameHeaderLen+l):]
-		n++
-	}
-	return n
 }
 
 // Send queues a frame for node without waiting: an error when the node is

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -256,6 +254,19 @@ func (r *Registry) PeerDown(node string) {
 	}
 }
 
+// partitionBase is the core partition ID of node's partition 0 (its slot
+// times partitionStride), giving node a slot if it has none; -1 when the
+// node table is full.
+func (r *Registry) partitionBase(node string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	slot := r.nodes.slotOf(node, r.cfg.MaxPeers)
+	if slot < 0 {
+		return -1
+	}
+	return slot * partitionStride
+}
+
 // peerIsUp reports whether node is reachable now.
 func (r *Registry) peerIsUp(node string) bool {
 	r.mu.Lock()
@@ -295,6 +306,8 @@ func (r *Registry) RemoteMembers(node string, key GroupKey, deliverAll, declared
 		delete(g.declaredBy, node)
 	}
 	if len(members) > g.cfg.Core.MaxMembers {
+		r.logger.Warn("peer lists more members than a group takes: the rest are left out", "node", node,
+			"group", key.String(), "members", len(members), "max", g.cfg.Core.MaxMembers)
 		members = members[:g.cfg.Core.MaxMembers]
 	}
 	old := g.remote[node]
@@ -377,7 +390,8 @@ const ackGone AckKind = 100
 // told (goneAck), so the member's messages go to another member.
 func (r *Registry) Forwarded(from string, key GroupKey, member queue.MemberID, d *Delivery) {
 	r.counters.forwardsIn.Add(1)
-	gid := ackGroupID(d.Reply)
+	tok, _ := parseAckSubject(d.Reply) // gid 0: no ack subject
+	gid := tok.gid
 	r.mu.Lock()
 	var m Member
 	if g := r.groups[key]; g != nil {
@@ -396,20 +410,6 @@ func (r *Registry) Forwarded(from string, key GroupKey, member queue.MemberID, d
 	if d.Reply != "" {
 		r.cfg.Peers.RelayAck(from, d.Reply, []byte(goneAck))
 	}
-}
-
-// ackGroupID reads the group instance ID of an ack subject (0 if none).
-func ackGroupID(reply string) int {
-	rest, ok := strings.CutPrefix(reply, AckPrefix)
-	if !ok {
-		return 0
-	}
-	id, _, _ := strings.Cut(rest, ".")
-	n, err := strconv.Atoi(id)
-	if err != nil {
-		return 0
-	}
-	return n
 }
 
 // RelayedAck handles an acknowledgement another node relayed for a delivery

@@ -62,6 +62,16 @@ func (r *runner) attach(ctx context.Context, node string, settle time.Duration) 
 		return
 	}
 	r.attached[node] = true // being positioned
+	r.positionAt(ctx, node, settle, func(starts []uint64) event {
+		return event{kind: evAttach, node: node, starts: starts}
+	})
+}
+
+// positionAt asks node for the group's positions after settle, retrying
+// (paced) until it answers or the runner ends, and posts the event made of
+// the answer. Both attaching a peer and confirming one that is back use it:
+// the request is fenced, so it also says the peer accepts this leader.
+func (r *runner) positionAt(ctx context.Context, node string, settle time.Duration, answered func([]uint64) event) {
 	deliverAll := r.grp.cfg.Core.Deliver == queue.DeliverAll
 	go func() {
 		select {
@@ -73,7 +83,7 @@ func (r *runner) attach(ctx context.Context, node string, settle time.Duration) 
 		for {
 			starts, err := r.reg.cfg.Peers.Position(ctx, node, r.key, deliverAll)
 			if err == nil {
-				_ = r.post(ctx, event{kind: evAttach, node: node, starts: starts})
+				_ = r.post(ctx, answered(starts))
 				return
 			}
 			r.logger.Debug("position at peer", "node", node, "err", err)
@@ -85,10 +95,8 @@ func (r *runner) attach(ctx context.Context, node string, settle time.Duration) 
 }
 
 func (r *runner) addPeerPartitions(node string, starts []uint64) {
-	r.reg.mu.Lock()
-	slot := r.reg.nodes.slotOf(node, r.reg.cfg.MaxPeers)
-	r.reg.mu.Unlock()
-	if slot <= 0 || len(starts) > partitionStride {
+	base := r.reg.partitionBase(node)
+	if base <= 0 || len(starts) > partitionStride {
 		r.logger.Warn("peer partitions not read", "node", node, "partitions", len(starts))
 		return
 	}
@@ -96,7 +104,7 @@ func (r *runner) addPeerPartitions(node string, starts []uint64) {
 		if next == 0 {
 			next = 1
 		}
-		err := r.core.AddPartition(slot*partitionStride+p, next)
+		err := r.core.AddPartition(base+p, next)
 		if err != nil && !errors.Is(err, queue.ErrPartitionExists) {
 			r.logger.Warn("peer partition not read", "node", node, "partition", p, "err", err)
 		}
@@ -118,21 +126,7 @@ func (r *runner) confirmPeer(ctx context.Context, node string) {
 		return // never paused, not read yet (attach positions it), or being checked
 	}
 	r.confirming[node] = true
-	deliverAll := r.grp.cfg.Core.Deliver == queue.DeliverAll
-	go func() {
-		var b retryBackoff
-		for {
-			if _, err := r.reg.cfg.Peers.Position(ctx, node, r.key, deliverAll); err == nil {
-				_ = r.post(ctx, event{kind: evResume, node: node})
-				return
-			} else {
-				r.logger.Debug("peer back, not accepting this leader yet", "node", node, "err", err)
-			}
-			if !b.wait(ctx) {
-				return
-			}
-		}
-	}()
+	r.positionAt(ctx, node, 0, func([]uint64) event { return event{kind: evResume, node: node} })
 }
 
 // pausePeer stops (or restarts) delivering the messages of node's
@@ -151,9 +145,7 @@ func (r *runner) pausePeer(node string, paused bool, now time.Time) {
 	if n == 0 {
 		return
 	}
-	r.reg.mu.Lock()
-	base := r.reg.nodes.slot[node] * partitionStride
-	r.reg.mu.Unlock()
+	base := r.reg.partitionBase(node)
 	for p := 0; p < n; p++ {
 		if err := r.core.Pause(base+p, paused, now); err != nil {
 			r.logger.Warn("pause peer partition", "node", node, "partition", p, "err", err)
@@ -304,9 +296,7 @@ func (r *runner) commitDone(ev event) {
 	}
 	r.reg.counters.remoteCommitFails.Add(1)
 	r.logger.Debug("commit at peer failed", "node", ev.node, "err", ev.err)
-	r.reg.mu.Lock()
-	base := r.reg.nodes.slot[ev.node] * partitionStride
-	r.reg.mu.Unlock()
+	base := r.reg.partitionBase(ev.node)
 	for _, o := range ev.offsets {
 		if _, newer := r.pending[base+o.Partition]; !newer {
 			r.pending[base+o.Partition] = o.Offset // again with the next flush
