@@ -209,9 +209,9 @@ func (h *clusterHandler) Frame(n string, f cluster.Frame) {
 	h.link.Frame(n, f)
 }
 
-// attach gives the data path the node's registry and core publisher.
-func (c *clusterNode) attach(reg *dispatch.Registry, publish func(subject string, header, payload []byte)) {
-	c.link.reg, c.link.publish = reg, publish
+// attach gives the data path the node's registry.
+func (c *clusterNode) attach(reg *dispatch.Registry) {
+	c.link.reg = reg
 }
 
 // addGroup elects a leader for a queue group (after the startup grace).

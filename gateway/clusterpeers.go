@@ -15,6 +15,7 @@ import (
 	"edgeq/gateway/cluster"
 	"edgeq/gateway/dispatch"
 	"edgeq/gateway/queue"
+	"edgeq/wal"
 )
 
 // peerLink carries the queue groups' data path over the peer connections:
@@ -26,7 +27,6 @@ type peerLink struct {
 	mgr     *cluster.Manager
 	elector *cluster.Elector
 	reg     *dispatch.Registry
-	publish func(subject string, header, payload []byte) // this node's core subjects
 	logger  *slog.Logger
 	// fetchWait is how long an owner holds a fetch with nothing new.
 	fetchWait time.Duration
@@ -211,9 +211,20 @@ func (p *peerLink) Commit(ctx context.Context, node string, key dispatch.GroupKe
 // Forward implements dispatch.Peers: queued on the peer connection, never
 // waiting (a full queue closes the connection, see cluster.Manager.Send).
 func (p *peerLink) Forward(node string, key dispatch.GroupKey, member queue.MemberID, d *dispatch.Delivery) bool {
+	m := forwardOf(key, d)
+	m.Member = string(member)
+	return p.sendPooled(node, &m)
+}
+
+// forwardOf is the FORWARD message of d (without member or reason).
+func forwardOf(key dispatch.GroupKey, d *dispatch.Delivery) cluster.Forward {
+	return cluster.Forward{Group: wireGroup(key), Instance: uint64(d.Ack.Group), CorePartition: uint64(d.Ack.Partition),
+		Node: d.Node, Partition: uint64(d.Partition), Offset: d.Offset, Deliveries: uint64(d.Deliveries), Record: d.Raw}
+}
+
+func (p *peerLink) sendPooled(node string, m *cluster.Forward) bool {
 	bp := p.bufs.Get().(*[]byte)
-	*bp = cluster.AppendForward((*bp)[:0], &cluster.Forward{Group: wireGroup(key), Member: string(member),
-		Subject: d.Subject, Reply: d.Reply, Header: d.Header, Payload: d.Payload})
+	*bp = cluster.AppendForward((*bp)[:0], m)
 	err := p.mgr.Send(node, cluster.TypeForward, *bp)
 	if cap(*bp) <= 64<<10 {
 		p.bufs.Put(bp)
@@ -222,14 +233,20 @@ func (p *peerLink) Forward(node string, key dispatch.GroupKey, member queue.Memb
 }
 
 // RelayAck implements dispatch.Peers.
-func (p *peerLink) RelayAck(node, subject string, payload []byte) bool {
-	body := cluster.AppendAckRelay(nil, &cluster.AckRelay{Subject: subject, Payload: payload})
+func (p *peerLink) RelayAck(node string, a dispatch.Ack) bool {
+	h := a.Handle
+	body := cluster.AppendAckRelay(nil, &cluster.AckRelay{Instance: uint64(h.Group), Member: string(h.Member),
+		CorePartition: uint64(h.Partition), Offset: h.Offset, Deliveries: uint64(h.Deliveries),
+		Kind: uint64(a.Kind), Delay: uint64(max(a.Delay, 0))})
 	return p.mgr.Send(node, cluster.TypeAck, body) == nil
 }
 
-// PublishAll implements dispatch.Peers: a core message for every peer.
-func (p *peerLink) PublishAll(subject string, header, payload []byte) {
-	body := cluster.AppendForward(nil, &cluster.Forward{Subject: subject, Header: header, Payload: payload})
+// DeadLetterAll implements dispatch.Peers: a dead letter for every peer's
+// subscribers.
+func (p *peerLink) DeadLetterAll(key dispatch.GroupKey, d *dispatch.Delivery, reason string) {
+	m := forwardOf(key, d)
+	m.Reason = reason
+	body := cluster.AppendForward(nil, &m)
 	for _, ps := range p.mgr.Peers() {
 		_ = p.mgr.Send(ps.Node, cluster.TypeForward, body)
 	}
@@ -394,21 +411,29 @@ func (p *peerLink) Frame(node string, f cluster.Frame) {
 			p.bad(node, f.Type, err)
 			return
 		}
-		if m.Member == "" {
-			if p.publish != nil && strings.HasPrefix(m.Subject, dispatch.DLQPrefix) {
-				p.publish(m.Subject, m.Header, m.Payload)
-			}
+		var rec wal.Record
+		if err := wal.DecodeRecord(m.Record, &rec); err != nil {
+			p.bad(node, f.Type, err)
 			return
 		}
-		d := dispatch.Delivery{Subject: m.Subject, Reply: m.Reply, Header: m.Header, Payload: m.Payload}
-		p.reg.Forwarded(node, keyOf(m.Group), queue.MemberID(m.Member), &d)
+		d := dispatch.Delivery{Record: &rec, Raw: m.Record, Node: m.Node, Partition: int(m.Partition), Offset: m.Offset,
+			Deliveries: int(m.Deliveries), Ack: dispatch.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
+				Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}}
+		if m.Member == "" {
+			d.Ack = dispatch.AckHandle{}
+			p.reg.DeadLettered(keyOf(m.Group), &d, m.Reason)
+			return
+		}
+		p.reg.Forwarded(node, keyOf(m.Group), &d)
 	case cluster.TypeAck:
 		m, err := cluster.DecodeAckRelay(f.Body)
 		if err != nil {
 			p.bad(node, f.Type, err)
 			return
 		}
-		_ = p.reg.RelayedAck(m.Subject, m.Payload)
+		_ = p.reg.RelayedAck(dispatch.Ack{Kind: dispatch.AckKind(m.Kind), Delay: time.Duration(m.Delay),
+			Handle: dispatch.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
+				Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}})
 	case cluster.TypeMembers:
 		m, err := cluster.DecodeMembers(f.Body)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +13,6 @@ import (
 
 	"edgeq/gateway/dispatch"
 	"edgeq/gateway/hot"
-	"edgeq/gateway/natsproto"
 	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
@@ -31,15 +29,7 @@ type hotWorld struct {
 }
 
 func (w *hotWorld) Deliver(d *dispatch.Delivery) bool {
-	h, err := natsproto.ParseHeader(d.Header, natsproto.DefaultHeaderLimits())
-	if err != nil {
-		w.t.Errorf("header: %v", err)
-		return true
-	}
-	dev, _ := h.Get(dispatch.HeaderDevice)
-	seqB, _ := h.Get(dispatch.HeaderSeq)
-	device := string(dev)
-	seq, _ := strconv.ParseUint(string(seqB), 10, 64)
+	device, seq := strings.Clone(d.Record.Device), d.Record.Seq
 	w.mu.Lock()
 	if w.inFlight[device] {
 		w.t.Errorf("%s: two in flight", device)
@@ -53,7 +43,7 @@ func (w *hotWorld) Deliver(d *dispatch.Delivery) bool {
 		w.got[device]++
 	}
 	w.mu.Unlock()
-	reply := strings.Clone(d.Reply)
+	h := d.Ack
 	delay := time.Duration(0)
 	if device == "hot" {
 		delay = 25 * time.Millisecond // the hot device's work is slow: a backlog builds
@@ -66,7 +56,7 @@ func (w *hotWorld) Deliver(d *dispatch.Delivery) bool {
 		w.inFlight[device] = false
 		w.mu.Unlock()
 		if reg := w.reg.Load(); reg != nil {
-			reg.Ack(reply, nil)
+			reg.Ack(dispatch.Ack{Handle: h, Kind: dispatch.AckDone})
 		}
 	}()
 	return true
@@ -103,12 +93,12 @@ func startHotRig(t *testing.T, dir string, w *hotWorld) *hotRig {
 	qc := queue.DefaultConfig()
 	qc.Deliver = queue.DeliverAll
 	qc.ReadAheadMsgs = 64 // a small window: a backlog fills it quickly
-	reg := dispatch.NewRegistry(dispatch.Config{Node: "n", TelemetryPrefix: "telemetry", Defaults: qc, GroupTTL: time.Hour, MaxGroups: 4}, l, nil, logger)
+	reg := dispatch.NewRegistry(dispatch.Config{Node: "n", TelemetryPrefix: "telemetry", Defaults: qc, GroupTTL: time.Hour, MaxGroups: 4}, l, logger)
 	w.reg.Store(reg)
 	if err := reg.Declare(dispatch.GroupConfig{Key: dispatch.GroupKey{Filter: "telemetry.>", Queue: "q"}, Core: qc}); err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.Join(dispatch.GroupKey{Filter: "telemetry.>", Queue: "q"}, "w", w, 64); err != nil {
+	if _, err := reg.Join(dispatch.GroupKey{Filter: "telemetry.>", Queue: "q"}, "w", w, 64); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -139,8 +139,8 @@ func (m *ackMember) Deliver(d *dispatch.Delivery) bool {
 		}
 		<-m.hold
 	}
-	reply := strings.Clone(d.Reply)
-	go func() { _ = m.reg.Ack(reply, nil) }()
+	h := d.Ack
+	go func() { _ = m.reg.Ack(dispatch.Ack{Handle: h, Kind: dispatch.AckDone}) }()
 	return true
 }
 
@@ -188,7 +188,7 @@ func TestMetricsCountExactly(t *testing.T) {
 	n := startMetricsNode(t, nil)
 	key := dispatch.GroupKey{Filter: "telemetry.>", Queue: "exact"}
 	m := &ackMember{reg: n.queues}
-	if err := n.queues.Join(key, "m1", m, 64); err != nil {
+	if _, err := n.queues.Join(key, "m1", m, 64); err != nil {
 		t.Fatal(err)
 	}
 	g := []string{"filter", key.Filter, "queue", key.Queue}
@@ -271,7 +271,7 @@ func TestMetricsScrapeBlocksNothing(t *testing.T) {
 	n := startMetricsNode(t, nil)
 	m := &ackMember{reg: n.queues}
 	key := dispatch.GroupKey{Filter: "telemetry.>", Queue: "flowing"}
-	if err := n.queues.Join(key, "m1", m, 64); err != nil {
+	if _, err := n.queues.Join(key, "m1", m, 64); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("slow scraper", func(t *testing.T) {
@@ -300,7 +300,7 @@ func TestMetricsScrapeBlocksNothing(t *testing.T) {
 	t.Run("stuck group", func(t *testing.T) {
 		stuck := &ackMember{reg: n.queues, hold: make(chan struct{}), entered: make(chan struct{}, 1)}
 		sk := dispatch.GroupKey{Filter: "telemetry.stuck-0", Queue: "stuck"}
-		if err := n.queues.Join(sk, "s1", stuck, 8); err != nil {
+		if _, err := n.queues.Join(sk, "s1", stuck, 8); err != nil {
 			t.Fatal(err)
 		}
 		appendN(t, n, "stuck", 1)

@@ -106,9 +106,10 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		MaxGroups:       cfg.Queue.MaxGroups,
 		OnGroup:         onGroup,
 		Peers:           peers,
-	}, l, n.publishCore, logger)
+		DeadLetters:     n.publishDeadLetter,
+	}, l, logger)
 	if n.cluster != nil {
-		n.cluster.attach(n.queues, n.publishCore)
+		n.cluster.attach(n.queues)
 	}
 	users := map[string]string{}
 	for _, u := range cfg.NATS.Users {
@@ -196,10 +197,11 @@ func (n *Node) Log() *wal.Log { return n.log }
 // Ingest is the node's way into the log, for bridges.
 func (n *Node) Ingest() *Ingest { return n.ingest }
 
-// publishCore sends dead letters on core subjects once the server exists.
-func (n *Node) publishCore(subject string, header, payload []byte) {
+// publishDeadLetter publishes dead letters to the NATS subscribers of
+// $EQ.DLQ.<queue> once the server exists.
+func (n *Node) publishDeadLetter(queueName string, d *dispatch.Delivery, reason string) {
 	if n.nats != nil {
-		n.nats.PublishCore(subject, header, payload)
+		n.nats.PublishDeadLetter(queueName, d, reason)
 	}
 }
 

@@ -17,8 +17,10 @@ import (
 //	FETCH      leader → owner: records of partition P from offset F (long poll)
 //	FETCHED    owner → leader: the records, raw as stored, and the next offset
 //	COMMIT     leader → owner: offsets finished for G; COMMITTED confirms
-//	FORWARD    leader → member's node: a delivery for one of its members
-//	ACK        member's node → leader: a worker's acknowledgement, as published
+//	FORWARD    leader → member's node: a delivery for one of its members (the
+//	           record as stored, where it is stored, the leader's ack handle),
+//	           or a dead letter for the node's subscribers
+//	ACK        member's node → leader: a worker's acknowledgement (handle, kind)
 //	MEMBERS    any node → every peer: its members of G (the whole set)
 //
 // POSITION, FETCH and COMMIT carry the leader's epoch; the owner fences it
@@ -28,7 +30,6 @@ import (
 const (
 	maxGroupField   = 1024 // subject filter or queue name
 	maxSubject      = 4096
-	maxHeaderBlock  = 64 << 10
 	maxMemberID     = 256
 	maxMembersInMsg = 8192
 	maxPartitions   = 4096
@@ -113,21 +114,34 @@ type CommitResp struct {
 	Err string
 }
 
-// Forward is a delivery for a member on the receiving node, as the NATS
-// protocol carries it.
+// Forward is a delivery for Member on the receiving node or, with Member
+// empty, a dead letter (Reason) for the receiving node's subscribers: the
+// record as its owner stores it, where it is stored, and the leader's ack
+// handle (Instance, CorePartition, Offset, Deliveries).
 type Forward struct {
-	Group   GroupName
-	Member  string
-	Subject string
-	Reply   string
-	Header  []byte
-	Payload []byte
+	Group         GroupName
+	Member        string
+	Reason        string
+	Instance      uint64
+	CorePartition uint64
+	Node          string
+	Partition     uint64
+	Offset        uint64
+	Deliveries    uint64
+	Record        []byte
 }
 
-// AckRelay is a worker's acknowledgement published on the member's node.
+// AckRelay is a worker's acknowledgement taken on the member's node, for the
+// leader that made the delivery: its ack handle, the kind (the relaying
+// node's dispatch.AckKind) and a nak's delay in nanoseconds.
 type AckRelay struct {
-	Subject string
-	Payload []byte
+	Instance      uint64
+	Member        string
+	CorePartition uint64
+	Offset        uint64
+	Deliveries    uint64
+	Kind          uint64
+	Delay         uint64
 }
 
 // MemberInfo is one member and its credit.
@@ -236,16 +250,25 @@ func AppendCommitResp(dst []byte, m *CommitResp) []byte {
 func AppendForward(dst []byte, m *Forward) []byte {
 	dst = appendGroup(dst, m.Group)
 	dst = appendString(dst, m.Member)
-	dst = appendString(dst, m.Subject)
-	dst = appendString(dst, m.Reply)
-	dst = appendField(dst, m.Header)
-	return appendField(dst, m.Payload)
+	dst = appendString(dst, m.Reason)
+	dst = binary.AppendUvarint(dst, m.Instance)
+	dst = binary.AppendUvarint(dst, m.CorePartition)
+	dst = appendString(dst, m.Node)
+	dst = binary.AppendUvarint(dst, m.Partition)
+	dst = binary.AppendUvarint(dst, m.Offset)
+	dst = binary.AppendUvarint(dst, m.Deliveries)
+	return appendField(dst, m.Record)
 }
 
 // AppendAckRelay encodes m.
 func AppendAckRelay(dst []byte, m *AckRelay) []byte {
-	dst = appendString(dst, m.Subject)
-	return appendField(dst, m.Payload)
+	dst = binary.AppendUvarint(dst, m.Instance)
+	dst = appendString(dst, m.Member)
+	dst = binary.AppendUvarint(dst, m.CorePartition)
+	dst = binary.AppendUvarint(dst, m.Offset)
+	dst = binary.AppendUvarint(dst, m.Deliveries)
+	dst = binary.AppendUvarint(dst, m.Kind)
+	return binary.AppendUvarint(dst, m.Delay)
 }
 
 // AppendMembers encodes m.
@@ -388,20 +411,29 @@ func ResponseID(b []byte) (uint64, bool) {
 	return id, n > 0
 }
 
-// DecodeForward decodes a FORWARD body; Header and Payload alias b.
+// DecodeForward decodes a FORWARD body; Record aliases b.
 func DecodeForward(b []byte) (Forward, error) {
 	r := reader{fields{b: b}}
-	m := Forward{Group: r.group(), Member: r.str(maxMemberID), Subject: r.str(maxSubject), Reply: r.str(maxSubject)}
-	m.Header = r.next(maxHeaderBlock)
-	m.Payload = r.next(MaxFrame)
+	m := Forward{Group: r.group(), Member: r.str(maxMemberID), Reason: r.str(maxErrText)}
+	m.Instance = r.uvarint(maxInt, "instance")
+	m.CorePartition = r.uvarint(maxInt, "core partition")
+	m.Node = r.str(maxMemberID)
+	m.Partition = r.uvarint(maxPartitions, "partition")
+	m.Offset = r.uvarint(^uint64(0), "offset")
+	m.Deliveries = r.uvarint(maxInt, "deliveries")
+	m.Record = r.next(MaxFrame)
 	return m, r.end("forward")
 }
 
-// DecodeAckRelay decodes an ACK body; Payload aliases b.
+// DecodeAckRelay decodes an ACK body.
 func DecodeAckRelay(b []byte) (AckRelay, error) {
 	r := reader{fields{b: b}}
-	m := AckRelay{Subject: r.str(maxSubject)}
-	m.Payload = r.next(maxSubject)
+	m := AckRelay{Instance: r.uvarint(maxInt, "instance"), Member: r.str(maxMemberID)}
+	m.CorePartition = r.uvarint(maxInt, "core partition")
+	m.Offset = r.uvarint(^uint64(0), "offset")
+	m.Deliveries = r.uvarint(maxInt, "deliveries")
+	m.Kind = r.uvarint(255, "kind")
+	m.Delay = r.uvarint(maxInt, "delay")
 	return m, r.end("ack")
 }
 

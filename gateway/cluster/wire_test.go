@@ -26,9 +26,10 @@ func wireCases() []wireCase {
 	fetched := &FetchResp{ID: 9, Next: 815, Durable: 900, Records: []RawRecord{{Offset: 812, Raw: []byte("abc")}, {Offset: 814, Raw: []byte{0, 1, 2, 255}}}}
 	commit := &CommitReq{ID: 10, Group: sampleGroup, Epoch: sampleEpoch, Sync: true, Offsets: []PartitionOffset{{0, 5}, {9, 1 << 33}}}
 	committed := &CommitResp{ID: 10, Err: ""}
-	fwd := &Forward{Group: sampleGroup, Member: "gw-b/7f3a/c4-1", Subject: "telemetry.sensor-1", Reply: "$EQ.ACK.17.gw-b/7f3a/c4-1.2051.77.1",
-		Header: []byte("NATS/1.0\r\nEdgeq-Device: sensor-1\r\n\r\n"), Payload: []byte(`{"temp":21.5}`)}
-	ack := &AckRelay{Subject: "$EQ.ACK.17.m.3.77.1", Payload: []byte("-NAK {\"delay\": 5000000000}")}
+	fwd := &Forward{Group: sampleGroup, Member: "gw-b/7f3a/c4-1", Instance: 17, CorePartition: 2051, Node: "gw-c",
+		Partition: 3, Offset: 77, Deliveries: 2, Record: []byte{1, 1, 0xde, 0xad, 0xbe, 0xef, 8, 's', 'e', 'n', 's', 'o', 'r', '1'}}
+	dead := &Forward{Group: sampleGroup, Reason: "max_deliver", Instance: 17, Node: "gw-c", Partition: 3, Offset: 78, Deliveries: 5, Record: []byte("rec")}
+	ack := &AckRelay{Instance: 17, Member: "gw-b/7f3a/c4-1", CorePartition: 2051, Offset: 77, Deliveries: 2, Kind: 2, Delay: 5000000000}
 	members := &Members{Group: sampleGroup, Declared: true, Members: []MemberInfo{{ID: "gw-b/7f3a/c4-1", Credit: 256}, {ID: "gw-b/7f3a/c5-1", Credit: 0}}}
 	return []wireCase{
 		{"position", pos, func() []byte { return AppendPositionReq(nil, pos) }, func(b []byte) (any, error) { m, err := DecodePositionReq(b); return &m, err }},
@@ -39,6 +40,7 @@ func wireCases() []wireCase {
 		{"commit", commit, func() []byte { return AppendCommitReq(nil, commit) }, func(b []byte) (any, error) { m, err := DecodeCommitReq(b); return &m, err }},
 		{"committed", committed, func() []byte { return AppendCommitResp(nil, committed) }, func(b []byte) (any, error) { m, err := DecodeCommitResp(b); return &m, err }},
 		{"forward", fwd, func() []byte { return AppendForward(nil, fwd) }, func(b []byte) (any, error) { m, err := DecodeForward(b); return &m, err }},
+		{"dead letter", dead, func() []byte { return AppendForward(nil, dead) }, func(b []byte) (any, error) { m, err := DecodeForward(b); return &m, err }},
 		{"ack", ack, func() []byte { return AppendAckRelay(nil, ack) }, func(b []byte) (any, error) { m, err := DecodeAckRelay(b); return &m, err }},
 		{"members", members, func() []byte { return AppendMembers(nil, members) }, func(b []byte) (any, error) { m, err := DecodeMembers(b); return &m, err }},
 	}
@@ -136,17 +138,8 @@ func normalize(m any) any {
 	switch v := m.(type) {
 	case *Forward:
 		c := *v
-		if len(c.Header) == 0 {
-			c.Header = nil
-		}
-		if len(c.Payload) == 0 {
-			c.Payload = nil
-		}
-		return &c
-	case *AckRelay:
-		c := *v
-		if len(c.Payload) == 0 {
-			c.Payload = nil
+		if len(c.Record) == 0 {
+			c.Record = nil
 		}
 		return &c
 	case *FetchResp:

@@ -3,13 +3,11 @@ package dispatch
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"edgeq/gateway/natsproto"
 	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
@@ -18,24 +16,17 @@ import (
 // the ingest→delivery latency.
 type ackingMember struct {
 	reg   *Registry
-	acks  chan string
+	acks  chan AckHandle
 	lat   []time.Duration
 	mu    sync.Mutex
 	count *atomic.Int64
 }
 
 func (m *ackingMember) Deliver(d *Delivery) bool {
-	h, err := natsproto.ParseHeader(d.Header, natsproto.DefaultHeaderLimits())
-	if err == nil {
-		if v, ok := h.Get(HeaderTime); ok {
-			var ns int64
-			fmt.Sscan(string(v), &ns)
-			m.mu.Lock()
-			m.lat = append(m.lat, time.Duration(time.Now().UnixNano()-ns))
-			m.mu.Unlock()
-		}
-	}
-	m.acks <- strings.Clone(d.Reply) // Reply aliases a reused buffer
+	m.mu.Lock()
+	m.lat = append(m.lat, time.Duration(time.Now().UnixNano()-d.Record.Time))
+	m.mu.Unlock()
+	m.acks <- d.Ack
 	return true
 }
 
@@ -64,19 +55,17 @@ func benchEndToEnd(b *testing.B, window int) {
 	members := make([]*ackingMember, 4)
 	var wg sync.WaitGroup
 	for i := range members {
-		m := &ackingMember{reg: reg, acks: make(chan string, 4096), count: &delivered}
+		m := &ackingMember{reg: reg, acks: make(chan AckHandle, 4096), count: &delivered}
 		members[i] = m
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for reply := range m.acks {
-				reg.Ack(reply, nil)
+			for h := range m.acks {
+				reg.Ack(Ack{Handle: h, Kind: AckDone})
 				delivered.Add(1)
 			}
 		}()
-		if err := reg.Join(GroupKey{"telemetry.>", "bench"}, queue.MemberID(fmt.Sprint("m", i)), m, 256); err != nil {
-			b.Fatal(err)
-		}
+		join(b, reg, GroupKey{"telemetry.>", "bench"}, fmt.Sprint("m", i), m, 256)
 	}
 	recs := make([]wal.Record, 1000)
 	payload := make([]byte, 150)

@@ -44,17 +44,19 @@ type Peers interface {
 	Commit(ctx context.Context, node string, key GroupKey, offsets []PartitionOffset, sync bool) error
 	// Forward queues a delivery for member on node without waiting; false
 	// when it cannot (node unreachable or too far behind). d is only valid
-	// during the call.
+	// during the call; its Raw record is what travels, with where it is
+	// stored and its AckHandle.
 	Forward(node string, key GroupKey, member queue.MemberID, d *Delivery) bool
 	// RelayAck queues an acknowledgement for the leader on node; false when
 	// it cannot.
-	RelayAck(node string, subject string, payload []byte) bool
+	RelayAck(node string, a Ack) bool
 	// MembersChanged says that this node's members of key changed, or that
 	// key is new here: the cluster layer tells every peer.
 	MembersChanged(key GroupKey)
-	// PublishAll publishes a message on a core subject of every peer (dead
-	// letters, whose subscriber may be on any node).
-	PublishAll(subject string, header, payload []byte)
+	// DeadLetterAll hands a dead letter to every peer (whose
+	// Registry.DeadLettered passes it to its DeadLetters), since the
+	// operator's subscriber may be on any node.
+	DeadLetterAll(key GroupKey, d *Delivery, reason string)
 }
 
 // RemoteFetch asks for records of a remote partition (see queue.Fetch).
@@ -376,29 +378,20 @@ func (r *Registry) Groups() []GroupKey {
 	return out
 }
 
-// goneAck is relayed to a leader in place of an acknowledgement when a
-// forwarded delivery found its member gone or unable to take it: the leader
-// removes the member, as it does with a local member that refuses, and its
-// messages go to others. Workers cannot send it (ParseAckPayload refuses it).
-const goneAck = "+EQGONE"
-
-// ackGone is the AckKind of a relayed goneAck.
-const ackGone AckKind = 100
-
 // Forwarded hands a delivery that node's leader forwarded to one of this
-// node's members. When the member is gone or cannot take it, the leader is
-// told (goneAck), so the member's messages go to another member.
-func (r *Registry) Forwarded(from string, key GroupKey, member queue.MemberID, d *Delivery) {
+// node's members; d.Record is decoded from d.Raw by the caller. When the
+// member is gone or cannot take it, the leader is told (a "gone"
+// acknowledgement), so the member's messages go to another member.
+func (r *Registry) Forwarded(from string, key GroupKey, d *Delivery) {
 	r.counters.forwardsIn.Add(1)
-	tok, _ := parseAckSubject(d.Reply) // gid 0: no ack subject
-	gid := tok.gid
+	gid := d.Ack.Group
 	r.mu.Lock()
 	var m Member
 	if g := r.groups[key]; g != nil {
-		if lm := g.local[member]; lm != nil {
+		if lm := g.local[d.Ack.Member]; lm != nil {
 			m = lm.m
 		}
-		if gid != 0 && g.fwd[0].gid != gid {
+		if g.fwd[0].gid != gid {
 			g.fwd[1], g.fwd[0] = g.fwd[0], forwarder{gid: gid, node: from}
 		}
 	}
@@ -407,15 +400,25 @@ func (r *Registry) Forwarded(from string, key GroupKey, member queue.MemberID, d
 		return
 	}
 	r.counters.forwardsRefused.Add(1)
-	if d.Reply != "" {
-		r.cfg.Peers.RelayAck(from, d.Reply, []byte(goneAck))
-	}
+	r.cfg.Peers.RelayAck(from, Ack{Handle: d.Ack, Kind: ackGone})
 }
 
 // RelayedAck handles an acknowledgement another node relayed for a delivery
-// this node made. It is never relayed further.
-func (r *Registry) RelayedAck(subject string, payload []byte) error {
-	return r.ack(subject, payload, false)
+// this node made. It is never relayed further; "gone" is accepted only here.
+func (r *Registry) RelayedAck(a Ack) error {
+	if (a.Kind < AckDone || a.Kind > AckTerm) && a.Kind != ackGone {
+		r.counters.badAcks.Add(1)
+		return fmt.Errorf("%w: kind %d", ErrBadAck, a.Kind)
+	}
+	return r.ack(a, false)
+}
+
+// DeadLettered passes a dead letter another node's leader made to this
+// node's DeadLetters.
+func (r *Registry) DeadLettered(key GroupKey, d *Delivery, reason string) {
+	if r.cfg.DeadLetters != nil {
+		r.cfg.DeadLetters(key.Queue, d, reason)
+	}
 }
 
 // ServePosition answers a leader's POSITION for key: the next offset per

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -100,17 +99,26 @@ func (p *memPeers) Forward(node string, key GroupKey, member queue.MemberID, d *
 	if err != nil {
 		return false
 	}
-	c := &Delivery{Subject: strings.Clone(d.Subject), Reply: strings.Clone(d.Reply), Header: bytes.Clone(d.Header), Payload: bytes.Clone(d.Payload)}
-	go r.Forwarded(p.self, key, member, c) // the peer handles it on its own connection reader
+	// What the wire carries: the raw record, decoded again on the member's node.
+	c := *d
+	c.Raw = bytes.Clone(d.Raw)
+	c.Record = new(wal.Record)
+	if err := wal.DecodeRecord(c.Raw, c.Record); err != nil {
+		panic(err)
+	}
+	if c.Ack.Member != member {
+		panic("forward: handle names another member")
+	}
+	go r.Forwarded(p.self, key, &c) // the peer handles it on its own connection reader
 	return true
 }
 
-func (p *memPeers) RelayAck(node, subject string, payload []byte) bool {
+func (p *memPeers) RelayAck(node string, a Ack) bool {
 	r, err := p.net.peer(p.self, node)
 	if err != nil {
 		return false
 	}
-	go r.RelayedAck(subject, bytes.Clone(payload))
+	go r.RelayedAck(a)
 	return true
 }
 
@@ -130,9 +138,9 @@ func (p *memPeers) MembersChanged(key GroupKey) {
 	}
 }
 
-func (p *memPeers) PublishAll(subject string, header, payload []byte) {
+func (p *memPeers) DeadLetterAll(key GroupKey, d *Delivery, reason string) {
 	p.net.mu.Lock()
-	p.net.dead = append(p.net.dead, subject)
+	p.net.dead = append(p.net.dead, key.Queue+"/"+reason)
 	p.net.mu.Unlock()
 }
 
@@ -162,16 +170,14 @@ type clusterMember struct {
 }
 
 func (m *clusterMember) Deliver(d *Delivery) bool {
-	h := parseHeader(m.w.t, d.Header)
-	seq, _ := strconv.ParseUint(h[HeaderSeq], 10, 64)
-	dev, node, reply := h[HeaderDevice], h[HeaderNode], strings.Clone(d.Reply)
+	seq, dev, node, h := d.Record.Seq, strings.Clone(d.Record.Device), strings.Clone(d.Node), d.Ack
 	m.w.enter(m.id, node, dev, seq)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		time.Sleep(m.hold)
 		m.w.exit(dev)
-		_ = m.reg.Ack(reply, nil)
+		_ = m.reg.Ack(Ack{Handle: h, Kind: AckDone})
 	}()
 	return true
 }
@@ -222,7 +228,7 @@ func newMemCluster(t *testing.T, cfg queue.Config, ids ...string) (*memNet, map[
 	for _, id := range ids {
 		l := openLog(t, t.TempDir())
 		reg := NewRegistry(Config{Node: id, TelemetryPrefix: "telemetry", Defaults: cfg, GroupTTL: time.Hour, MaxGroups: 8,
-			Peers: &memPeers{net: net, self: id}}, l, nil, quiet())
+			Peers: &memPeers{net: net, self: id}}, l, quiet())
 		net.regs[id] = reg
 		nodes[id] = &memNode{id: id, log: l, reg: reg}
 		t.Cleanup(func() { l.Close() })
@@ -262,12 +268,8 @@ func TestClusterDeliveryAndHandOver(t *testing.T) {
 	w := newClusterWorld(t)
 	ma := &clusterMember{id: "ma", w: w, reg: a.reg, hold: time.Millisecond}
 	mb := &clusterMember{id: "mb", w: w, reg: b.reg, hold: time.Millisecond}
-	if err := a.reg.Join(key, "ma", ma, 8); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.reg.Join(key, "mb", mb, 8); err != nil {
-		t.Fatal(err)
-	}
+	join(t, a.reg, key, "ma", ma, 8)
+	join(t, b.reg, key, "mb", mb, 8)
 	publishOn(t, a.log, "a-dev-", 10, 20)
 	publishOn(t, b.log, "b-dev-", 10, 20)
 	publishOn(t, a.log, "shared-", 1, 20)
@@ -315,13 +317,9 @@ func TestClusterPeerDownPausesItsPartitions(t *testing.T) {
 	key := GroupKey{Filter: "telemetry.>", Queue: "q"}
 	w := newClusterWorld(t)
 	ma := &clusterMember{id: "ma", w: w, reg: a.reg}
-	if err := a.reg.Join(key, "ma", ma, 8); err != nil {
-		t.Fatal(err)
-	}
+	join(t, a.reg, key, "ma", ma, 8)
 	mb := &clusterMember{id: "mb", w: w, reg: b.reg}
-	if err := b.reg.Join(key, "mb", mb, 8); err != nil {
-		t.Fatal(err)
-	}
+	join(t, b.reg, key, "mb", mb, 8)
 	if err := a.reg.Lead(key); err != nil {
 		t.Fatal(err)
 	}
@@ -362,9 +360,7 @@ func TestClusterForwardRefusedIsRedelivered(t *testing.T) {
 	key := GroupKey{Filter: "telemetry.>", Queue: "q"}
 	w := newClusterWorld(t)
 	refusing := &refusingMember{}
-	if err := b.reg.Join(key, "mb", refusing, 4); err != nil {
-		t.Fatal(err)
-	}
+	join(t, b.reg, key, "mb", refusing, 4)
 	if err := a.reg.Lead(key); err != nil {
 		t.Fatal(err)
 	}
@@ -375,9 +371,7 @@ func TestClusterForwardRefusedIsRedelivered(t *testing.T) {
 		return len(st) == 1 && st[0].Core.Members == 0
 	})
 	ma := &clusterMember{id: "ma", w: w, reg: a.reg}
-	if err := a.reg.Join(key, "ma", ma, 4); err != nil {
-		t.Fatal(err)
-	}
+	join(t, a.reg, key, "ma", ma, 4)
 	b.reg.Leave(key, "mb")
 	waitFor(t, "all delivered to the member that takes them", 10*time.Second, func() bool { return w.delivered() == 3 })
 	if c := b.reg.Counters(); c.ForwardsRefused != 1 {
@@ -447,9 +441,7 @@ func TestClusterSplitBrainHealKeepsParkedMessages(t *testing.T) {
 	// a's worker holds everything it gets: a has all of b's messages read
 	// ahead, one per device in flight, the rest waiting.
 	wa := &holdingMember{}
-	if err := a.reg.Join(key, "wa", wa, 1000); err != nil {
-		t.Fatal(err)
-	}
+	join(t, a.reg, key, "wa", wa, 1000)
 	if err := a.reg.Lead(key); err != nil {
 		t.Fatal(err)
 	}
@@ -464,9 +456,7 @@ func TestClusterSplitBrainHealKeepsParkedMessages(t *testing.T) {
 	b.reg.PeerDown("a")
 	w := newClusterWorld(t)
 	wb := &clusterMember{id: "wb", w: w, reg: b.reg}
-	if err := b.reg.Join(key, "wb", wb, 8); err != nil {
-		t.Fatal(err)
-	}
+	join(t, b.reg, key, "wb", wb, 8)
 	if err := b.reg.Lead(key); err != nil {
 		t.Fatal(err)
 	}
@@ -488,12 +478,12 @@ func TestClusterSplitBrainHealKeepsParkedMessages(t *testing.T) {
 // holdingMember keeps every delivery unanswered until release.
 type holdingMember struct {
 	mu      sync.Mutex
-	replies []string
+	replies []AckHandle
 }
 
 func (m *holdingMember) Deliver(d *Delivery) bool {
 	m.mu.Lock()
-	m.replies = append(m.replies, strings.Clone(d.Reply))
+	m.replies = append(m.replies, d.Ack)
 	m.mu.Unlock()
 	return true
 }
@@ -506,9 +496,9 @@ func (m *holdingMember) count() int {
 
 func (m *holdingMember) release(reg *Registry) {
 	m.mu.Lock()
-	rs := append([]string(nil), m.replies...)
+	rs := append([]AckHandle(nil), m.replies...)
 	m.mu.Unlock()
-	for _, r := range rs {
-		_ = reg.Ack(r, nil)
+	for _, h := range rs {
+		_ = reg.Ack(Ack{Handle: h, Kind: AckDone})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,9 +30,28 @@ func openLog(t testing.TB, dir string) *wal.Log {
 	return l
 }
 
-func newRegistry(l *wal.Log, cfg queue.Config, publish func(string, []byte, []byte)) *Registry {
-	return NewRegistry(Config{Node: "n1", TelemetryPrefix: "telemetry", Defaults: cfg, GroupTTL: time.Hour, MaxGroups: 8}, l, publish, quiet())
+func newRegistry(l *wal.Log, cfg queue.Config, deadLetters func(queue string, d *Delivery, reason string)) *Registry {
+	return NewRegistry(Config{Node: "n1", TelemetryPrefix: "telemetry", Defaults: cfg, GroupTTL: time.Hour, MaxGroups: 8,
+		DeadLetters: deadLetters}, l, quiet())
 }
+
+// join adds a member, failing the test on an error.
+func join(t testing.TB, reg *Registry, key GroupKey, id string, m Member, credit int) {
+	t.Helper()
+	if _, err := reg.Join(key, queue.MemberID(id), m, credit); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// answer is a test member's reply to a delivery: kind 0 never answers; a
+// nak waits nakDelay before the redelivery; the reply comes after after.
+type answer struct {
+	kind     AckKind
+	nakDelay time.Duration
+	after    time.Duration
+}
+
+func ackAfter(d time.Duration) answer { return answer{kind: AckDone, after: d} }
 
 // delivery is what a test member saw.
 type delivery struct {
@@ -41,7 +59,7 @@ type delivery struct {
 	device     string
 	seq        uint64
 	deliveries int
-	reply      string
+	handle     AckHandle
 	payload    string
 }
 
@@ -61,42 +79,28 @@ func newWorld(t testing.TB) *world {
 	return &world{t: t, inFlight: map[string]string{}, firstSeq: map[string]uint64{}, seen: map[string]bool{}}
 }
 
-func parseHeader(t testing.TB, block []byte) map[string]string {
-	h, err := natsproto.ParseHeader(block, natsproto.DefaultHeaderLimits())
-	if err != nil {
-		t.Fatalf("header: %v", err)
-	}
-	out := map[string]string{}
-	for k, v := range h.All() {
-		out[string(k)] = string(v)
-	}
-	return out
-}
-
 // member is an in-process queue member; its policy decides the answer.
 type member struct {
 	id     string
 	w      *world
 	reg    *Registry
-	policy func(d delivery) (ack string, delay time.Duration)
+	policy func(d delivery) answer
 	wg     *sync.WaitGroup
 }
 
 func (m *member) Deliver(d *Delivery) bool {
-	h := parseHeader(m.w.t, d.Header)
-	seq, _ := strconv.ParseUint(h[HeaderSeq], 10, 64)
-	n, _ := strconv.Atoi(h[HeaderDeliveries])
 	// The Delivery is only valid during the call: copy.
-	dv := delivery{member: m.id, device: h[HeaderDevice], seq: seq, deliveries: n, reply: strings.Clone(d.Reply), payload: string(d.Payload)}
-	if d.Subject != "telemetry."+dv.device {
-		m.w.t.Errorf("subject %q for device %s", d.Subject, dv.device)
+	dv := delivery{member: m.id, device: strings.Clone(d.Record.Device), seq: d.Record.Seq, deliveries: d.Deliveries,
+		handle: d.Ack, payload: string(d.Record.Payload)}
+	if d.Node != "n1" || d.Ack.Deliveries != d.Deliveries || d.Ack.Offset != d.Offset || d.Raw == nil {
+		m.w.t.Errorf("delivery %+v: node, handle or raw record wrong", d)
 	}
 	// Count the answer before the delivery becomes visible to the test, so
 	// that its wg.Wait never races this Add.
 	m.wg.Add(1)
 	m.w.enter(dv)
-	ack, delay := m.policy(dv)
-	if ack == "" {
+	ans := m.policy(dv)
+	if ans.kind == 0 {
 		// Never answers: the worker is not working on it either, and the
 		// group redelivers after ack_wait.
 		m.w.exit(dv)
@@ -105,10 +109,10 @@ func (m *member) Deliver(d *Delivery) bool {
 	}
 	go func() {
 		defer m.wg.Done()
-		time.Sleep(delay)
+		time.Sleep(ans.after)
 		m.w.exit(dv)
-		if err := m.reg.Ack(dv.reply, []byte(ack)); err != nil {
-			m.w.t.Errorf("ack %s: %v", dv.reply, err)
+		if err := m.reg.Ack(Ack{Handle: dv.handle, Kind: ans.kind, Delay: ans.nakDelay}); err != nil {
+			m.w.t.Errorf("ack %+v: %v", dv.handle, err)
 		}
 	}()
 	return true
@@ -188,14 +192,12 @@ func TestOrderedDeliveryToCompetingMembers(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		rng := rand.New(rand.NewPCG(uint64(i), 7))
 		var mu sync.Mutex
-		m := &member{id: fmt.Sprint(i), w: w, reg: reg, wg: &wg, policy: func(delivery) (string, time.Duration) {
+		m := &member{id: fmt.Sprint(i), w: w, reg: reg, wg: &wg, policy: func(delivery) answer {
 			mu.Lock()
 			defer mu.Unlock()
-			return "+ACK", time.Duration(rng.IntN(2000)) * time.Microsecond
+			return ackAfter(time.Duration(rng.IntN(2000)) * time.Microsecond)
 		}}
-		if err := reg.Join(key, queue.MemberID(fmt.Sprintf("m%d", i)), m, 32); err != nil {
-			t.Fatal(err)
-		}
+		join(t, reg, key, fmt.Sprintf("m%d", i), m, 32)
 	}
 	const devices, per = 100, 30
 	publish(t, l, devices, per)
@@ -227,48 +229,40 @@ func TestRedeliveryNakTermAndDeadLetter(t *testing.T) {
 	cfg.MaxDeliver = 3
 	var dlqMu sync.Mutex
 	var dlq []map[string]string
-	var dlqSubjects []string
-	reg := newRegistry(l, cfg, func(subject string, header, payload []byte) {
+	reg := newRegistry(l, cfg, func(queue string, d *Delivery, reason string) {
 		dlqMu.Lock()
 		defer dlqMu.Unlock()
-		dlqSubjects = append(dlqSubjects, subject)
-		h := parseHeader(t, header)
-		h["payload"] = string(payload)
-		dlq = append(dlq, h)
+		dlq = append(dlq, map[string]string{"queue": queue, "reason": reason, "device": d.Record.Device,
+			"payload": string(d.Record.Payload), "handle": fmt.Sprint(d.Ack.IsZero())})
 	})
 	w := newWorld(t)
 	var wg sync.WaitGroup
 	key := GroupKey{"telemetry.*", "q"}
 	// silent never answers dev-0's first delivery; others follow the payload's instruction.
-	policy := func(who string) func(d delivery) (string, time.Duration) {
-		return func(d delivery) (string, time.Duration) {
-			switch {
-			case strings.HasPrefix(d.payload, "timeout") && d.deliveries == 1:
-				return "", 0
-			case strings.HasPrefix(d.payload, "nak") && d.deliveries == 1:
-				return `-NAK {"delay": 50000000}`, 0
-			case strings.HasPrefix(d.payload, "wpi") && d.deliveries == 1:
-				// in progress twice, spanning more than ack_wait, then ack
-				go func() {
-					for i := 0; i < 3; i++ {
-						time.Sleep(150 * time.Millisecond)
-						reg.Ack(d.reply, []byte("+WPI"))
-					}
-				}()
-				return "+ACK", 500 * time.Millisecond
-			case strings.HasPrefix(d.payload, "term"):
-				return "+TERM", 0
-			case strings.HasPrefix(d.payload, "poison"):
-				return "-NAK", 0
-			}
-			return "+ACK", 0
+	policy := func(d delivery) answer {
+		switch {
+		case strings.HasPrefix(d.payload, "timeout") && d.deliveries == 1:
+			return answer{}
+		case strings.HasPrefix(d.payload, "nak") && d.deliveries == 1:
+			return answer{kind: AckNak, nakDelay: 50 * time.Millisecond}
+		case strings.HasPrefix(d.payload, "wpi") && d.deliveries == 1:
+			// in progress twice, spanning more than ack_wait, then ack
+			go func() {
+				for i := 0; i < 3; i++ {
+					time.Sleep(150 * time.Millisecond)
+					reg.Ack(Ack{Handle: d.handle, Kind: AckInProgress})
+				}
+			}()
+			return ackAfter(500 * time.Millisecond)
+		case strings.HasPrefix(d.payload, "term"):
+			return answer{kind: AckTerm}
+		case strings.HasPrefix(d.payload, "poison"):
+			return answer{kind: AckNak}
 		}
+		return ackAfter(0)
 	}
 	for _, id := range []string{"a", "b"} {
-		m := &member{id: id, w: w, reg: reg, wg: &wg, policy: policy(id)}
-		if err := reg.Join(key, queue.MemberID(id), m, 10); err != nil {
-			t.Fatal(err)
-		}
+		join(t, reg, key, id, &member{id: id, w: w, reg: reg, wg: &wg, policy: policy}, 10)
 	}
 	for i, p := range []string{"timeout", "nak", "wpi", "term", "poison", "fine"} {
 		dev := fmt.Sprintf("d%d", i)
@@ -305,10 +299,10 @@ func TestRedeliveryNakTermAndDeadLetter(t *testing.T) {
 	dlqMu.Lock()
 	defer dlqMu.Unlock()
 	reasons := map[string]string{}
-	for i, h := range dlq {
-		reasons[h["payload"]] = h[HeaderReason]
-		if dlqSubjects[i] != "$EQ.DLQ.q" || h[HeaderDevice] == "" || h[HeaderGroup] != "q" {
-			t.Fatalf("dead letter %q: %v", dlqSubjects[i], h)
+	for _, h := range dlq {
+		reasons[h["payload"]] = h["reason"]
+		if h["queue"] != "q" || h["device"] == "" || h["handle"] != "true" {
+			t.Fatalf("dead letter %v", h)
 		}
 	}
 	if reasons["term"] != "term" || reasons["poison"] != "max_deliver" {
@@ -325,8 +319,8 @@ func TestDrainAndResumeFromCommittedOffsets(t *testing.T) {
 	w := newWorld(t)
 	var wg sync.WaitGroup
 	key := GroupKey{"telemetry.>", "q"}
-	m := &member{id: "a", w: w, reg: reg, wg: &wg, policy: func(delivery) (string, time.Duration) { return "+ACK", 0 }}
-	reg.Join(key, "a", m, 64)
+	m := &member{id: "a", w: w, reg: reg, wg: &wg, policy: func(delivery) answer { return ackAfter(0) }}
+	join(t, reg, key, "a", m, 64)
 	publish(t, l, 20, 10)
 	waitFor(t, "first 200", 20*time.Second, func() bool { return w.count() == 200 })
 	wg.Wait()
@@ -341,8 +335,8 @@ func TestDrainAndResumeFromCommittedOffsets(t *testing.T) {
 	for d := 0; d < 20; d++ {
 		w2.firstSeq[fmt.Sprintf("dev-%d", d)] = 10
 	}
-	m2 := &member{id: "b", w: w2, reg: reg, wg: &wg, policy: func(delivery) (string, time.Duration) { return "+ACK", 0 }}
-	reg.Join(key, "b", m2, 64)
+	m2 := &member{id: "b", w: w2, reg: reg, wg: &wg, policy: func(delivery) answer { return ackAfter(0) }}
+	join(t, reg, key, "b", m2, 64)
 	publish(t, l, 20, 5)
 	waitFor(t, "next 100", 20*time.Second, func() bool { return w2.count() == 100 })
 	time.Sleep(100 * time.Millisecond)
@@ -370,9 +364,9 @@ func TestLiveTail(t *testing.T) {
 		if refuse {
 			return false
 		}
-		got = append(got, string(d.Payload))
-		if d.Reply != "" {
-			t.Errorf("tail delivery with reply %q", d.Reply)
+		got = append(got, string(d.Record.Payload))
+		if !d.Ack.IsZero() || d.Deliveries != 0 {
+			t.Errorf("tail delivery with an ack handle %+v", d.Ack)
 		}
 		return true
 	}))
@@ -398,36 +392,6 @@ func TestLiveTail(t *testing.T) {
 type memberFunc func(d *Delivery) bool
 
 func (f memberFunc) Deliver(d *Delivery) bool { return f(d) }
-
-func TestAckParsing(t *testing.T) {
-	cases := []struct {
-		in    string
-		kind  AckKind
-		delay time.Duration
-		bad   bool
-	}{
-		{"", AckDone, 0, false}, {"+ACK", AckDone, 0, false}, {"+NXT 1", AckDone, 0, false},
-		{"-NAK", AckNak, 0, false}, {`-NAK {"delay": 5000000000}`, AckNak, 5 * time.Second, false},
-		{"-NAK 250ms", AckNak, 250 * time.Millisecond, false}, {"+WPI", AckInProgress, 0, false},
-		{"+TERM", AckTerm, 0, false}, {"+TERM bad data", AckTerm, 0, false},
-		{"-NAK soon", 0, 0, true}, {`-NAK {"delay": -1}`, 0, 0, true}, {"hello", 0, 0, true},
-	}
-	for _, c := range cases {
-		k, d, err := ParseAckPayload([]byte(c.in))
-		if (err != nil) != c.bad || k != c.kind || d != c.delay {
-			t.Errorf("%q: %v %v %v", c.in, k, d, err)
-		}
-	}
-	tok, err := parseAckSubject(string(appendAckSubject(nil, 3, "c7-2", 4, 99, 2)))
-	if err != nil || tok != (ackToken{gid: 3, member: "c7-2", partition: 4, offset: 99, deliveries: 2}) {
-		t.Fatalf("ack subject round trip: %+v %v", tok, err)
-	}
-	for _, s := range []string{"$EQ.ACK.1.m.2.3", "$EQ.ACK.x.m.1.2.3", "$EQ.ACK.1.m.1.0.1", "foo"} {
-		if _, err := parseAckSubject(s); err == nil {
-			t.Errorf("%q accepted", s)
-		}
-	}
-}
 
 func TestDeviceMatcher(t *testing.T) {
 	cases := []struct {

@@ -97,6 +97,7 @@ func toMsgs(partition int, entries []wal.Entry) []queue.Msg {
 			MoveTarget: e.Record.MoveTarget,
 			MoveRef:    queue.Ref{Partition: e.Record.MoveRef.Partition, Offset: e.Record.MoveRef.Offset},
 			Data:       e.Raw,
+			Body:       &e.Record, // decoded once, at read
 		}
 	}
 	return msgs

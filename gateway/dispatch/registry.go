@@ -61,6 +61,10 @@ type Config struct {
 	// MaxPeers bounds the other nodes whose partitions and members are
 	// tracked (default 64).
 	MaxPeers int
+	// DeadLetters, when set, gets every message a group of this node
+	// dead-letters, and every one that other nodes' leaders dead-letter
+	// (the operator's subscriber may be anywhere). It must not block.
+	DeadLetters func(queue string, d *Delivery, reason string)
 }
 
 // LatencyBounds are the upper bounds of the ingest→delivery histogram.
@@ -136,7 +140,6 @@ type Registry struct {
 	cfg     Config
 	log     *wal.Log
 	logger  *slog.Logger
-	publish func(subject string, header, payload []byte)
 	// memberTag prefixes this node's member IDs in a cluster, so they are
 	// unique cluster-wide and across restarts: "<node>/<boot>/".
 	memberTag string
@@ -162,9 +165,8 @@ type Registry struct {
 	}
 }
 
-// NewRegistry returns a registry; publish sends dead letters on core subjects
-// (it may be nil).
-func NewRegistry(cfg Config, l *wal.Log, publish func(subject string, header, payload []byte), logger *slog.Logger) *Registry {
+// NewRegistry returns a registry.
+func NewRegistry(cfg Config, l *wal.Log, logger *slog.Logger) *Registry {
 	if cfg.MaxGroups <= 0 {
 		cfg.MaxGroups = 64
 	}
@@ -172,7 +174,7 @@ func NewRegistry(cfg Config, l *wal.Log, publish func(subject string, header, pa
 		cfg.MaxPeers = 64
 	}
 	r := &Registry{
-		cfg: cfg, log: l, publish: publish, logger: logger.With("component", "dispatch"),
+		cfg: cfg, log: l, logger: logger.With("component", "dispatch"),
 		groups: map[GroupKey]*group{}, byID: map[int]*runner{}, members: map[queue.MemberID]*group{},
 		// Instance IDs start at random, so an acknowledgement meant for an
 		// earlier leader (another node, or this one before a restart) does
@@ -308,7 +310,6 @@ func (r *Registry) startRunner(g *group) {
 		committing: map[string]bool{},
 		durable:    map[int]uint64{},
 		latency:    hist.New(LatencyBounds),
-		builder:    deliveryBuilder{node: r.cfg.Node, prefix: r.cfg.TelemetryPrefix},
 	}
 	// The members known now; later changes come as events.
 	for id, lm := range g.local {
@@ -359,9 +360,16 @@ func (r *Registry) memberID(id queue.MemberID) queue.MemberID {
 }
 
 // Join adds member id to the group (filter, queue), creating the group with
-// the defaults if it does not exist. credit < 0 takes the group's max_in_flight.
-func (r *Registry) Join(key GroupKey, id queue.MemberID, m Member, credit int) error {
+// the defaults if it does not exist. credit < 0 takes the group's
+// max_in_flight. It returns the member's ID in the group, which its
+// deliveries' AckHandle carries (in a cluster, id tagged with this node).
+func (r *Registry) Join(key GroupKey, id queue.MemberID, m Member, credit int) (queue.MemberID, error) {
 	gid := r.memberID(id)
+	err := r.join(key, gid, m, credit)
+	return gid, err
+}
+
+func (r *Registry) join(key GroupKey, gid queue.MemberID, m Member, credit int) error {
 	r.mu.Lock()
 	g, created, err := r.ensureGroup(GroupConfig{Key: key, Core: r.cfg.Defaults})
 	if err != nil {
@@ -448,52 +456,49 @@ func (r *Registry) SetCredit(key GroupKey, id queue.MemberID, credit int) error 
 	return err
 }
 
-// Ack handles a publish on an ack subject. It does not wait for the group:
-// an acknowledgement that turns out stale is counted there. In a cluster, an
-// acknowledgement of a delivery another node made is relayed to it.
-func (r *Registry) Ack(subject string, payload []byte) error {
-	return r.ack(subject, payload, true)
+// Ack takes a worker's answer about a delivery. It does not wait for the
+// group: an acknowledgement that turns out stale is counted there. In a
+// cluster, an acknowledgement of a delivery another node made is relayed to
+// it. The front end has checked that the answer comes from the member that
+// holds the message (its connection).
+func (r *Registry) Ack(a Ack) error {
+	if a.Kind < AckDone || a.Kind > AckTerm {
+		r.counters.badAcks.Add(1)
+		return fmt.Errorf("%w: kind %d", ErrBadAck, a.Kind)
+	}
+	return r.ack(a, true)
 }
 
-func (r *Registry) ack(subject string, payload []byte, relay bool) error {
-	tok, err := parseAckSubject(subject)
-	if err != nil {
+func (r *Registry) ack(a Ack, relay bool) error {
+	if a.Handle.Offset == 0 || a.Handle.Deliveries < 1 || a.Handle.Member == "" {
 		r.counters.badAcks.Add(1)
-		return err
-	}
-	kind, delay, err := ParseAckPayload(payload)
-	if err != nil && !relay && string(payload) == goneAck {
-		kind, err = ackGone, nil
-	}
-	if err != nil {
-		r.counters.badAcks.Add(1)
-		return err
+		return fmt.Errorf("%w: handle %+v", ErrBadAck, a.Handle)
 	}
 	r.mu.Lock()
-	run := r.byID[tok.gid]
+	run := r.byID[a.Handle.Group]
 	to := ""
 	if run == nil && relay && r.clustered() {
-		if g := r.members[queue.MemberID(tok.member)]; g != nil {
+		if g := r.members[a.Handle.Member]; g != nil {
 			for _, f := range g.fwd {
-				if f.gid == tok.gid && f.node != "" {
+				if f.gid == a.Handle.Group && f.node != "" {
 					to = f.node
 				}
 			}
 		}
 	}
 	r.mu.Unlock()
-	if run != nil && kind == ackGone {
-		return run.send(event{kind: evLeave, member: queue.MemberID(tok.member)})
+	if run != nil && a.Kind == ackGone {
+		return run.send(event{kind: evLeave, member: a.Handle.Member})
 	}
 	if run != nil {
-		return run.send(event{kind: evAck, tok: tok, ack: kind, delay: delay})
+		return run.send(event{kind: evAck, ack: a})
 	}
-	if to != "" && r.cfg.Peers.RelayAck(to, subject, payload) {
+	if to != "" && r.cfg.Peers.RelayAck(to, a) {
 		r.counters.acksRelayed.Add(1)
 		return nil
 	}
 	r.counters.staleAcks.Add(1)
-	return fmt.Errorf("%w: group %d", ErrUnknownGroup, tok.gid)
+	return fmt.Errorf("%w: group %d", ErrUnknownGroup, a.Handle.Group)
 }
 
 // Expire removes undeclared groups that have had no members for GroupTTL:

@@ -163,7 +163,6 @@ type remoteFetcher struct {
 	base      int // partition ID of the node's partition 0
 	local     int
 	requests  chan queue.Fetch
-	rec       wal.Record
 	partition int
 }
 
@@ -227,24 +226,27 @@ func (f *remoteFetcher) serve(ctx context.Context, req queue.Fetch) (fetchResult
 	}
 }
 
-// toMsgs decodes the owner's records into core messages with this group's
-// partition IDs. A record that does not decode is left out (the core counts
-// the missing offset as lost).
+// toMsgs decodes the owner's records (once: the decoded record travels as
+// the message's Body) into core messages with this group's partition IDs. A
+// record that does not decode is left out (the core counts the missing
+// offset as lost).
 func (f *remoteFetcher) toMsgs(b RemoteBatch) []queue.Msg {
 	msgs := make([]queue.Msg, 0, len(b.Records))
-	for _, rr := range b.Records {
-		if wal.DecodeRecord(rr.Raw, &f.rec) != nil {
+	recs := make([]wal.Record, len(b.Records))
+	for i, rr := range b.Records {
+		rec := &recs[i]
+		if wal.DecodeRecord(rr.Raw, rec) != nil {
 			f.r.logger.Warn("bad record from peer", "node", f.node, "partition", f.local, "offset", rr.Offset)
 			continue
 		}
-		m := queue.Msg{Partition: f.partition, Offset: rr.Offset, Kind: queue.KindData, Device: f.rec.Device,
-			Seq: f.rec.Seq, IngestTime: f.rec.Time, Data: rr.Raw}
-		if f.rec.Kind == wal.KindMove {
+		m := queue.Msg{Partition: f.partition, Offset: rr.Offset, Kind: queue.KindData, Device: rec.Device,
+			Seq: rec.Seq, IngestTime: rec.Time, Data: rr.Raw, Body: rec}
+		if rec.Kind == wal.KindMove {
 			m.Kind = queue.KindMoveMarker
-			m.MoveTarget = f.base + f.rec.MoveTarget
+			m.MoveTarget = f.base + rec.MoveTarget
 		}
-		if f.rec.MoveRef.Offset != 0 {
-			m.MoveRef = queue.Ref{Partition: f.base + f.rec.MoveRef.Partition, Offset: f.rec.MoveRef.Offset}
+		if rec.MoveRef.Offset != 0 {
+			m.MoveRef = queue.Ref{Partition: f.base + rec.MoveRef.Partition, Offset: rec.MoveRef.Offset}
 		}
 		msgs = append(msgs, m)
 	}

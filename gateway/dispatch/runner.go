@@ -19,9 +19,7 @@ type event struct {
 	member     queue.MemberID
 	m          Member
 	credit     int
-	tok        ackToken
-	ack        AckKind
-	delay      time.Duration
+	ack        Ack
 	done       chan error // answer for the sender; nil: nobody waits
 	drainUntil time.Time
 	node       string            // evPeerUp, evAttach, evCommitDone
@@ -86,8 +84,8 @@ type runner struct {
 	committing map[string]bool
 	durable    map[int]uint64
 
-	builder  deliveryBuilder
-	rec      wal.Record
+	dv       Delivery   // reused for every delivery
+	rec      wal.Record // scratch for records without a decoded Body
 	forwards uint64
 
 	statsMu sync.Mutex
@@ -196,17 +194,17 @@ func (r *runner) handle(ctx context.Context, ev event, now time.Time) {
 	case evCredit:
 		err = r.core.SetCredit(ev.member, ev.credit, now)
 	case evAck:
-		ref := queue.Ref{Partition: ev.tok.partition, Offset: ev.tok.offset}
-		id := queue.MemberID(ev.tok.member)
-		switch ev.ack {
+		h := ev.ack.Handle
+		ref := queue.Ref{Partition: h.Partition, Offset: h.Offset}
+		switch ev.ack.Kind {
 		case AckDone:
-			err = r.core.Ack(id, ref, ev.tok.deliveries, now)
+			err = r.core.Ack(h.Member, ref, h.Deliveries, now)
 		case AckNak:
-			err = r.core.Nak(id, ref, ev.tok.deliveries, ev.delay, now)
+			err = r.core.Nak(h.Member, ref, h.Deliveries, ev.ack.Delay, now)
 		case AckInProgress:
-			err = r.core.InProgress(id, ref, ev.tok.deliveries, now)
+			err = r.core.InProgress(h.Member, ref, h.Deliveries, now)
 		case AckTerm:
-			err = r.core.Term(id, ref, ev.tok.deliveries, now)
+			err = r.core.Term(h.Member, ref, h.Deliveries, now)
 		}
 	case evDrain:
 		err = r.core.Drain(ev.drainUntil, now)
@@ -270,16 +268,17 @@ func (r *runner) owner(partition int) (string, int) {
 func (r *runner) deliver(d *queue.Delivery) {
 	now := time.Now()
 	m, ok := r.members[d.Member]
-	if !ok || wal.DecodeRecord(d.Msg.Data, &r.rec) != nil {
+	rec := r.record(&d.Msg)
+	if !ok || rec == nil {
 		// A member that left between the decision and now, or a record that
 		// no longer decodes (checked at read, so not expected): hand it back.
 		_ = r.core.Nak(d.Member, d.Msg.Ref(), d.Deliveries, 0, now)
 		return
 	}
 	node, part := r.owner(d.Msg.Partition)
-	r.builder.reply = appendAckSubject(r.builder.reply[:0], r.gid, string(d.Member), d.Msg.Partition, d.Msg.Offset, d.Deliveries)
-	dv := r.builder.build(&r.rec, node, part, d.Msg.Offset, d.Deliveries, nil)
-	if !m.Deliver(dv) {
+	r.dv = Delivery{Record: rec, Raw: d.Msg.Data, Node: node, Partition: part, Offset: d.Msg.Offset, Deliveries: d.Deliveries,
+		Ack: AckHandle{Group: r.gid, Member: d.Member, Partition: d.Msg.Partition, Offset: d.Msg.Offset, Deliveries: d.Deliveries}}
+	if !m.Deliver(&r.dv) {
 		// The connection cannot take it (slow or closing): the member is
 		// treated as failed, so everything it holds goes to others.
 		r.logger.Debug("member refused a delivery: removed", "member", string(d.Member))
@@ -292,26 +291,38 @@ func (r *runner) deliver(d *queue.Delivery) {
 		r.forwards++
 	}
 	if d.Deliveries == 1 {
-		r.latency.Observe(time.Duration(now.UnixNano() - r.rec.Time))
+		r.latency.Observe(time.Duration(now.UnixNano() - rec.Time))
 	}
 }
 
+// record returns the decoded record of m: the one decoded when it was read
+// (Body), or, for a message without one, decoded now into a scratch record.
+// Nil when it does not decode.
+func (r *runner) record(m *queue.Msg) *wal.Record {
+	if rec, ok := m.Body.(*wal.Record); ok {
+		return rec
+	}
+	if wal.DecodeRecord(m.Data, &r.rec) != nil {
+		return nil
+	}
+	return &r.rec
+}
+
 func (r *runner) deadLetter(dl *queue.DeadLetter) {
-	if wal.DecodeRecord(dl.Msg.Data, &r.rec) != nil {
+	rec := r.record(&dl.Msg)
+	if rec == nil {
 		return
 	}
 	node, part := r.owner(dl.Msg.Partition)
-	r.builder.reply = r.builder.reply[:0]
-	extra := []wal.Header{{Key: HeaderReason, Value: dl.Reason.String()}, {Key: HeaderGroup, Value: r.key.Queue}}
-	dv := r.builder.build(&r.rec, node, part, dl.Msg.Offset, dl.Deliveries, extra)
-	if r.reg.publish != nil {
-		r.reg.publish(DLQPrefix+r.key.Queue, dv.Header, dv.Payload)
+	d := Delivery{Record: rec, Raw: dl.Msg.Data, Node: node, Partition: part, Offset: dl.Msg.Offset, Deliveries: dl.Deliveries}
+	if r.reg.cfg.DeadLetters != nil {
+		r.reg.cfg.DeadLetters(r.key.Queue, &d, dl.Reason.String())
 	}
 	if r.reg.clustered() {
 		// The operator's dead-letter subscriber may be on any node.
-		r.reg.cfg.Peers.PublishAll(DLQPrefix+r.key.Queue, dv.Header, dv.Payload)
+		r.reg.cfg.Peers.DeadLetterAll(r.key, &d, dl.Reason.String())
 	}
-	r.logger.Warn("message dead-lettered", "device", r.rec.Device, "seq", r.rec.Seq, "node", node,
+	r.logger.Warn("message dead-lettered", "device", rec.Device, "seq", rec.Seq, "node", node,
 		"partition", part, "offset", dl.Msg.Offset, "reason", dl.Reason.String(), "deliveries", dl.Deliveries)
 }
 

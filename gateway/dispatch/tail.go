@@ -76,7 +76,6 @@ func (t *Tail) Run(ctx context.Context) {
 
 func (t *Tail) follow(ctx context.Context, p int) {
 	next := t.start[p]
-	b := deliveryBuilder{node: t.node, prefix: t.prefix}
 	for {
 		wake := t.log.Notify(p)
 		durable := t.log.Durable(p)
@@ -98,7 +97,7 @@ func (t *Tail) follow(ctx context.Context, p int) {
 			for i := range batch.Entries {
 				e := &batch.Entries[i]
 				if e.Record.Kind == wal.KindData {
-					t.fanOut(&b, p, e)
+					t.fanOut(p, e)
 				}
 			}
 			if len(batch.Entries) == 0 && batch.Next <= next {
@@ -113,19 +112,15 @@ func (t *Tail) follow(ctx context.Context, p int) {
 	}
 }
 
-func (t *Tail) fanOut(b *deliveryBuilder, p int, e *wal.Entry) {
+func (t *Tail) fanOut(p int, e *wal.Entry) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	var d *Delivery
+	d := Delivery{Record: &e.Record, Raw: e.Raw, Node: t.node, Partition: p, Offset: e.Offset}
 	for _, s := range t.subs {
 		if !s.match.match(e.Record.Device) {
 			continue
 		}
-		if d == nil {
-			b.reply = b.reply[:0]
-			d = b.build(&e.Record, "", p, e.Offset, 0, nil)
-		}
-		if s.m.Deliver(d) {
+		if s.m.Deliver(&d) {
 			t.delivered.Add(1)
 		} else {
 			t.dropped.Add(1)

@@ -31,7 +31,11 @@ type conn struct {
 	pingsOn atomic.Int32
 
 	subs      map[string]*sub // by sid; guarded by Server.subsMu; bound: cfg.MaxSubscriptions
+	members   map[string]*sub // queue subscriptions by group member ID; guarded by Server.subsMu; bound: as subs
 	memberSeq uint64          // reader goroutine only
+
+	// Scratch for encoding deliveries, guarded by mu.
+	subjBuf, replyBuf, hdrBuf []byte
 }
 
 // sub is one subscription. Its fields are set before it is shared and not
@@ -42,9 +46,10 @@ type sub struct {
 	filter string
 	queue  string
 
-	group  dispatch.GroupKey // set for queue-group members
-	member queue.MemberID
-	isMem  bool
+	group       dispatch.GroupKey // set for queue-group members
+	member      queue.MemberID    // the connection's name for it
+	groupMember queue.MemberID    // its ID in the group (deliveries' AckHandle.Member)
+	isMem       bool
 	untail func() // live-tail cancel, nil when not tailing
 
 	max       atomic.Int64 // auto-unsubscribe after this many messages (0: none)
@@ -58,7 +63,7 @@ func newConn(s *Server, id uint64, nc net.Conn) *conn {
 		ScratchRetain:  16 << 10,
 	})
 	return &conn{s: s, id: id, nc: nc, parser: p, wake: make(chan struct{}, 1), subs: map[string]*sub{},
-		opts: natsproto.ConnectOptions{Echo: true}}
+		members: map[string]*sub{}, opts: natsproto.ConnectOptions{Echo: true}}
 }
 
 func (c *conn) serve() {
@@ -154,18 +159,8 @@ func (c *conn) signal() {
 func (c *conn) sendMsg(sb *sub, subject, reply string, header, payload []byte) bool {
 	size := len(subject) + len(reply) + len(sb.sid) + len(header) + len(payload) + 48
 	c.mu.Lock()
-	if c.closed {
+	if !c.reserve(size) {
 		c.mu.Unlock()
-		return false
-	}
-	if len(c.out)+size > c.s.cfg.MaxPending {
-		// Closed at once (nothing more is queued), the socket work happens
-		// elsewhere: the caller may be a queue group's goroutine.
-		c.closed = true
-		c.mu.Unlock()
-		c.signal()
-		c.s.stats.SlowConsumers.Add(1)
-		go c.finishClose("slow consumer: pending bytes over max_pending", errors.New("Slow Consumer"))
 		return false
 	}
 	if header != nil && c.opts.Headers {
@@ -175,14 +170,66 @@ func (c *conn) sendMsg(sb *sub, subject, reply string, header, payload []byte) b
 	}
 	c.signal()
 	c.mu.Unlock()
+	c.sent(sb, len(payload))
+	return true
+}
+
+// sendDelivery encodes a queue-group or live-tail delivery for sb into the
+// output buffer: the subject <prefix>.<device>, the ack subject of its
+// handle, and the Edgeq-* header block, built in the connection's scratch
+// buffers (no allocation per message).
+func (c *conn) sendDelivery(sb *sub, d *dispatch.Delivery) bool {
+	rec := d.Record
+	c.mu.Lock()
+	c.subjBuf = append(append(append(c.subjBuf[:0], c.s.cfg.TelemetryPrefix...), '.'), rec.Device...)
+	c.replyBuf = c.replyBuf[:0]
+	if !d.Ack.IsZero() {
+		c.replyBuf = appendAckSubject(c.replyBuf, d.Ack)
+	}
+	c.hdrBuf = appendDeliveryHeader(c.hdrBuf[:0], d)
+	size := len(c.subjBuf) + len(c.replyBuf) + len(sb.sid) + len(c.hdrBuf) + len(rec.Payload) + 48
+	if !c.reserve(size) {
+		c.mu.Unlock()
+		return false
+	}
+	subject, reply := unsafeString(c.subjBuf), unsafeString(c.replyBuf)
+	if c.opts.Headers {
+		c.out = natsproto.AppendHMsg(c.out, subject, sb.sid, reply, c.hdrBuf, rec.Payload)
+	} else {
+		c.out = natsproto.AppendMsg(c.out, subject, sb.sid, reply, rec.Payload)
+	}
+	c.signal()
+	c.mu.Unlock()
+	c.sent(sb, len(rec.Payload))
+	return true
+}
+
+// reserve checks that size more bytes fit the pending limit; otherwise the
+// connection is closed at once as a slow consumer (the socket work happens
+// elsewhere: the caller may be a queue group's goroutine). Called with mu.
+func (c *conn) reserve(size int) bool {
+	if c.closed {
+		return false
+	}
+	if len(c.out)+size <= c.s.cfg.MaxPending {
+		return true
+	}
+	c.closed = true
+	c.signal()
+	c.s.stats.SlowConsumers.Add(1)
+	go c.finishClose("slow consumer: pending bytes over max_pending", errors.New("Slow Consumer"))
+	return false
+}
+
+// sent counts a queued message and applies an UNSUB max.
+func (c *conn) sent(sb *sub, payload int) {
 	c.s.stats.OutMsgs.Add(1)
-	c.s.stats.OutBytes.Add(uint64(len(payload)))
+	c.s.stats.OutBytes.Add(uint64(payload))
 	if max := sb.max.Load(); max > 0 && sb.delivered.Add(1) >= max {
 		// Auto-unsubscribe reached: leave outside this call (a queue group
 		// may be calling us).
 		go c.s.autoUnsub(sb)
 	}
-	return true
 }
 
 // writer flushes output and pings the client.
@@ -267,6 +314,7 @@ func (c *conn) cleanup() {
 	c.s.subsMu.Lock()
 	subs := c.subs
 	c.subs = map[string]*sub{}
+	c.members = map[string]*sub{}
 	c.s.subsMu.Unlock()
 	for _, sb := range subs {
 		c.s.dropSub(sb)
@@ -277,10 +325,3 @@ func (c *conn) nextMemberID() queue.MemberID {
 	c.memberSeq++
 	return queue.MemberID(fmt.Sprintf("c%d-%d", c.id, c.memberSeq))
 }
-
-// Deliver makes a subscription a dispatch.Member (queue groups, live tail).
-func (sb *sub) Deliver(d *dispatch.Delivery) bool {
-	return sb.c.sendMsg(sb, d.Subject, d.Reply, d.Header, d.Payload)
-}
-
-var _ dispatch.Member = (*sub)(nil)

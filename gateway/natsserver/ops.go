@@ -88,12 +88,13 @@ func (c *conn) handleSub(op *natsproto.Op) {
 		if sb.queue != "" {
 			sb.group = dispatch.GroupKey{Filter: filter, Queue: sb.queue}
 			sb.member = c.nextMemberID()
-			if err := c.s.queues.Join(sb.group, sb.member, sb, -1); err != nil {
+			gm, err := c.s.queues.Join(sb.group, sb.member, sb, -1)
+			if err != nil {
 				c.s.logger.Warn("queue subscription refused", "client", c.id, "filter", filter, "queue", sb.queue, "err", err)
 				c.sendErr(fmt.Sprintf("Permissions Violation for Subscription to %q: %v", filter, err))
 				return
 			}
-			sb.isMem = true
+			sb.groupMember, sb.isMem = gm, true
 		} else {
 			cancel, err := c.s.tail.Subscribe(filter, sb)
 			if err != nil {
@@ -105,6 +106,9 @@ func (c *conn) handleSub(op *natsproto.Op) {
 	}
 	c.s.subsMu.Lock()
 	c.subs[sid] = sb
+	if sb.isMem {
+		c.members[string(sb.groupMember)] = sb
+	}
 	c.s.subsMu.Unlock()
 	c.s.subs.add(sb)
 }
@@ -131,6 +135,9 @@ func (s *Server) removeSub(sb *sub) {
 	cur, ok := sb.c.subs[sb.sid]
 	if ok && cur == sb {
 		delete(sb.c.subs, sb.sid)
+		if sb.isMem {
+			delete(sb.c.members, string(sb.groupMember))
+		}
 	}
 	s.subsMu.Unlock()
 	if ok && cur == sb {
@@ -158,16 +165,16 @@ func (c *conn) handlePub(op *natsproto.Op) {
 	}
 	subject := op.Subject
 	switch {
-	case bytes.HasPrefix(subject, []byte(dispatch.AckPrefix)):
-		if err := c.s.queues.Ack(string(subject), op.Payload); err != nil {
+	case bytes.HasPrefix(subject, []byte(AckPrefix)):
+		if err := c.handleAck(subject, op.Payload); err != nil {
 			c.s.stats.BadAcks.Add(1)
 			c.s.logger.Debug("acknowledgement refused", "client", c.id, "subject", string(subject), "err", err)
 		}
 		if len(op.Reply) > 0 { // AckSync waits for an answer
 			c.s.publishCore(nil, string(op.Reply), "", nil, nil)
 		}
-	case bytes.HasPrefix(subject, []byte(dispatch.RdyPrefix)):
-		c.handleRdy(string(subject[len(dispatch.RdyPrefix):]), op.Payload)
+	case bytes.HasPrefix(subject, []byte(RdyPrefix)):
+		c.handleRdy(string(subject[len(RdyPrefix):]), op.Payload)
 	case c.isTelemetry(subject):
 		c.ingest(op)
 	default:
@@ -192,9 +199,9 @@ func (c *conn) handleRdy(sid string, payload []byte) {
 	c.s.subsMu.Unlock()
 	switch {
 	case err != nil || n < 0:
-		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q: credit must be a number >= 0", dispatch.RdyPrefix+sid))
+		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q: credit must be a number >= 0", RdyPrefix+sid))
 	case !ok || !sb.isMem:
-		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q: no queue subscription with that sid", dispatch.RdyPrefix+sid))
+		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q: no queue subscription with that sid", RdyPrefix+sid))
 	default:
 		if err := c.s.queues.SetCredit(sb.group, sb.member, n); err != nil {
 			c.s.logger.Warn("credit change refused", "client", c.id, "sid", sid, "err", err)

@@ -93,6 +93,7 @@ type Stats struct {
 	WriteTimeouts    atomic.Uint64 // closed: write deadline
 	StaleConnections atomic.Uint64 // closed: pings unanswered
 	BadAcks          atomic.Uint64
+	ForeignAcks      atomic.Uint64 // acks for another connection's member (refused; also in BadAcks)
 }
 
 // New returns a server; Start listens.

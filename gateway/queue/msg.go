@@ -37,7 +37,7 @@ func (r Ref) String() string { return fmt.Sprintf("p%d@%d", r.Partition, r.Offse
 
 // Msg is one record as the runner read it from storage. The core reads only
 // the routing fields; Data is opaque (the encoded record) and only its length
-// counts against the read-ahead byte budget. The core never writes to Data and
+// counts against the read-ahead byte budget, as is Body. The core never writes to Data and
 // keeps a reference to it until the record is finished.
 type Msg struct {
 	Partition  int
@@ -52,6 +52,9 @@ type Msg struct {
 	// written after a move); zero when the device never moved.
 	MoveRef Ref
 	Data    []byte
+	// Body is the runner's decoded form of Data, carried so a record is
+	// decoded once on its way out; the core never looks at it.
+	Body any
 }
 
 // Ref returns the position of m.
