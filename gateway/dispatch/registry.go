@@ -137,9 +137,9 @@ func (g *group) members() int {
 
 // Registry owns the node's queue groups.
 type Registry struct {
-	cfg     Config
-	log     *wal.Log
-	logger  *slog.Logger
+	cfg    Config
+	log    *wal.Log
+	logger *slog.Logger
 	// memberTag prefixes this node's member IDs in a cluster, so they are
 	// unique cluster-wide and across restarts: "<node>/<boot>/".
 	memberTag string

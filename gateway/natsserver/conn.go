@@ -50,7 +50,7 @@ type sub struct {
 	member      queue.MemberID    // the connection's name for it
 	groupMember queue.MemberID    // its ID in the group (deliveries' AckHandle.Member)
 	isMem       bool
-	untail func() // live-tail cancel, nil when not tailing
+	untail      func() // live-tail cancel, nil when not tailing
 
 	max       atomic.Int64 // auto-unsubscribe after this many messages (0: none)
 	delivered atomic.Int64
