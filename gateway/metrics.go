@@ -12,6 +12,7 @@ import (
 	"edgeq/gateway/devicemetrics"
 	"edgeq/gateway/hot"
 	"edgeq/gateway/metrics"
+	"edgeq/gateway/natsserver"
 )
 
 // statusTopDevices is how many busy devices /v1/status lists.
@@ -123,7 +124,11 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 		AuthFailures: cs.AuthFailures.Load(), ProtocolErrors: cs.ProtocolErrors.Load(),
 		InMsgs: cs.InMsgs.Load(), InBytes: cs.InBytes.Load(), OutMsgs: cs.OutMsgs.Load(), OutBytes: cs.OutBytes.Load(),
 		IngestErrors: cs.IngestErrors.Load(), BadDevice: cs.BadDevice.Load(), BadAcks: cs.BadAcks.Load(),
-		SlowConsumers: cs.SlowConsumers.Load(), WriteTimeouts: cs.WriteTimeouts.Load(), Stale: cs.StaleConnections.Load(),
+		SlowConsumers: cs.Closed(natsserver.ClosedSlowConsumer), WriteTimeouts: cs.Closed(natsserver.ClosedWriteTimeout),
+		Stale: cs.Closed(natsserver.ClosedStale), ForeignAcks: cs.ForeignAcks.Load(),
+	}
+	for _, r := range natsserver.CloseReasons() {
+		s.NATS.Closed = append(s.NATS.Closed, metrics.ReasonCount{Reason: r.String(), N: cs.Closed(r)})
 	}
 	for _, p := range n.serial {
 		s.Serial = append(s.Serial, p.Status())

@@ -238,9 +238,9 @@ func renderNATS(e *enc, s *Snapshot) {
 	e.counter1("edgeq_nats_accepted_connections_total", n.TotalConnections)
 	e.counter1("edgeq_nats_refused_connections_total", n.Refused)
 	e.family("edgeq_nats_closed_connections_total", counter)
-	e.u("edgeq_nats_closed_connections_total", n.SlowConsumers, "reason", "slow_consumer")
-	e.u("edgeq_nats_closed_connections_total", n.WriteTimeouts, "reason", "write_timeout")
-	e.u("edgeq_nats_closed_connections_total", n.Stale, "reason", "stale")
+	for _, c := range n.Closed {
+		e.u("edgeq_nats_closed_connections_total", c.N, "reason", c.Reason)
+	}
 	e.counter1("edgeq_nats_auth_failures_total", n.AuthFailures)
 	e.counter1("edgeq_nats_protocol_errors_total", n.ProtocolErrors)
 	e.counter1("edgeq_nats_in_messages_total", n.InMsgs)
@@ -249,6 +249,7 @@ func renderNATS(e *enc, s *Snapshot) {
 	e.counter1("edgeq_nats_out_bytes_total", n.OutBytes)
 	e.counter1("edgeq_nats_ingest_errors_total", n.IngestErrors)
 	e.counter1("edgeq_nats_bad_acks_total", n.BadAcks)
+	e.counter1("edgeq_nats_foreign_acks_total", n.ForeignAcks)
 }
 
 func renderBridges(e *enc, s *Snapshot) {

@@ -115,7 +115,15 @@ type NATSStats struct {
 	AuthFailures, ProtocolErrors        uint64
 	InMsgs, InBytes, OutMsgs, OutBytes  uint64
 	IngestErrors, BadDevice, BadAcks    uint64
-	SlowConsumers, WriteTimeouts, Stale uint64 // connections closed, by reason
+	SlowConsumers, WriteTimeouts, Stale uint64 // connections closed, by reason (also in Closed)
+	ForeignAcks                         uint64 // acks from a connection that did not hold the message
+	Closed                              []ReasonCount
+}
+
+// ReasonCount is one labelled count.
+type ReasonCount struct {
+	Reason string
+	N      uint64
 }
 
 // Durable is partition p's durable offset in the snapshot (0 when the log

@@ -70,7 +70,7 @@ func (c *conn) serve() {
 	writerDone := make(chan struct{})
 	go c.writer(writerDone)
 	defer func() {
-		c.close("", nil)
+		c.close(ClosedByClient, "", nil)
 		<-writerDone
 		c.cleanup()
 		c.s.removeConn(c)
@@ -91,7 +91,7 @@ func (c *conn) serve() {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() && !c.authed {
 				c.s.stats.AuthFailures.Add(1)
-				c.close("authentication timeout", errors.New("Authentication Timeout"))
+				c.close(ClosedAuthTimeout, "", errors.New("Authentication Timeout"))
 			}
 			return
 		}
@@ -125,7 +125,7 @@ func (c *conn) protocolError(err error) bool {
 	}
 	c.s.logger.Debug("protocol error", "client", c.id, "err", err)
 	if closeConn {
-		c.close("protocol error: "+text, errors.New(text))
+		c.close(ClosedProtocolError, text, errors.New(text))
 		return false
 	}
 	c.sendErr(text)
@@ -216,8 +216,7 @@ func (c *conn) reserve(size int) bool {
 	}
 	c.closed = true
 	c.signal()
-	c.s.stats.SlowConsumers.Add(1)
-	go c.finishClose("slow consumer: pending bytes over max_pending", errors.New("Slow Consumer"))
+	go c.finishClose(ClosedSlowConsumer, "pending bytes over max_pending", errors.New("Slow Consumer"))
 	return false
 }
 
@@ -242,8 +241,7 @@ func (c *conn) writer(done chan<- struct{}) {
 		case <-c.wake:
 		case <-ping.C:
 			if c.pingsOn.Add(1) > int32(c.s.cfg.MaxPingsOut) {
-				c.s.stats.StaleConnections.Add(1)
-				c.close("stale connection: pings unanswered", errors.New("Stale Connection"))
+				c.close(ClosedStale, "pings unanswered", errors.New("Stale Connection"))
 				return
 			}
 			c.write(natsproto.AppendPing(nil))
@@ -259,10 +257,9 @@ func (c *conn) writer(done chan<- struct{}) {
 			if _, err := c.nc.Write(buf); err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
-					c.s.stats.WriteTimeouts.Add(1)
-					c.close("slow consumer: write deadline exceeded", nil)
+					c.close(ClosedWriteTimeout, "write deadline exceeded", nil)
 				} else {
-					c.close("", nil)
+					c.close(ClosedWriteError, err.Error(), nil)
 				}
 				return
 			}
@@ -283,8 +280,9 @@ func (c *conn) writer(done chan<- struct{}) {
 }
 
 // close marks the connection closed, sends -ERR when errText is set, and closes
-// the socket; the reader goroutine then cleans up. Safe to call many times.
-func (c *conn) close(reason string, errText error) {
+// the socket; the reader goroutine then cleans up. Safe to call many times:
+// the first reason is the one counted.
+func (c *conn) close(reason CloseReason, detail string, errText error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -293,17 +291,20 @@ func (c *conn) close(reason string, errText error) {
 	c.closed = true
 	c.mu.Unlock()
 	c.signal()
-	c.finishClose(reason, errText)
+	c.finishClose(reason, detail, errText)
 }
 
-// finishClose sends the -ERR (best effort, bounded) and closes the socket.
-func (c *conn) finishClose(reason string, errText error) {
+// finishClose counts the reason, sends the -ERR (best effort, bounded) and
+// closes the socket.
+func (c *conn) finishClose(reason CloseReason, detail string, errText error) {
+	c.s.stats.closed[reason].Add(1)
 	if errText != nil {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		_, _ = c.nc.Write(natsproto.AppendErr(nil, errText.Error()))
 	}
-	if reason != "" {
-		c.s.logger.Info("closing client connection", "client", c.id, "name", c.opts.Name, "remote", c.nc.RemoteAddr().String(), "reason", reason)
+	if reason != ClosedByClient {
+		c.s.logger.Info("closing client connection", "client", c.id, "name", c.opts.Name, "remote", c.nc.RemoteAddr().String(),
+			"reason", reason.String(), "detail", detail)
 	}
 	_ = c.nc.Close()
 }

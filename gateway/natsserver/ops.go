@@ -18,7 +18,7 @@ import (
 func (c *conn) handleOp(op *natsproto.Op) bool {
 	if op.Kind != natsproto.OpConnect && !c.authed && c.s.authRequired() {
 		c.s.stats.AuthFailures.Add(1)
-		c.close("operation before CONNECT on a server that requires auth", errors.New("Authorization Violation"))
+		c.close(ClosedAuthViolation, "operation before CONNECT", errors.New("Authorization Violation"))
 		return false
 	}
 	switch op.Kind {
@@ -50,7 +50,7 @@ func (c *conn) handleConnect(op *natsproto.Op) bool {
 	}
 	if !c.s.authenticate(&o) {
 		c.s.stats.AuthFailures.Add(1)
-		c.close("authorization violation", errors.New("Authorization Violation"))
+		c.close(ClosedAuthViolation, "bad credentials", errors.New("Authorization Violation"))
 		return false
 	}
 	c.mu.Lock()

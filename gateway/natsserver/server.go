@@ -89,11 +89,9 @@ type Stats struct {
 	Ingested         atomic.Uint64
 	IngestErrors     atomic.Uint64
 	BadDevice        atomic.Uint64
-	SlowConsumers    atomic.Uint64 // closed: pending bytes over the limit
-	WriteTimeouts    atomic.Uint64 // closed: write deadline
-	StaleConnections atomic.Uint64 // closed: pings unanswered
 	BadAcks          atomic.Uint64
 	ForeignAcks      atomic.Uint64 // acks for another connection's member (refused; also in BadAcks)
+	closed           [numCloseReasons]atomic.Uint64
 }
 
 // New returns a server; Start listens.
@@ -210,7 +208,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.close("server shutdown", nil)
+		c.close(ClosedServerShutdown, "", nil)
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()

@@ -1,0 +1,47 @@
+package natsserver
+
+// CloseReason says why a client connection ended, as nats-server's
+// ClosedState does; every close is counted by reason.
+type CloseReason uint8
+
+const (
+	ClosedByClient         CloseReason = iota // the client closed it, or the connection broke while reading
+	ClosedWriteError                          // a write failed (not a timeout)
+	ClosedAuthViolation                       // bad credentials, or an operation before CONNECT
+	ClosedAuthTimeout                         // no CONNECT within auth_timeout
+	ClosedProtocolError                       // the client broke the protocol (parser error, max payload, ...)
+	ClosedSlowConsumer                        // pending output over max_pending
+	ClosedWriteTimeout                        // a write did not finish within write_deadline
+	ClosedStale                               // pings unanswered
+	ClosedServerShutdown                      // the node stops
+	numCloseReasons
+)
+
+var closeReasonNames = [numCloseReasons]string{
+	"client", "write_error", "auth_violation", "auth_timeout", "protocol_error",
+	"slow_consumer", "write_timeout", "stale", "server_shutdown",
+}
+
+func (r CloseReason) String() string {
+	if r < numCloseReasons {
+		return closeReasonNames[r]
+	}
+	return "unknown"
+}
+
+// CloseReasons lists every reason in order, for metrics.
+func CloseReasons() []CloseReason {
+	out := make([]CloseReason, numCloseReasons)
+	for i := range out {
+		out[i] = CloseReason(i)
+	}
+	return out
+}
+
+// Closed returns how many connections closed for reason r.
+func (s *Stats) Closed(r CloseReason) uint64 {
+	if r >= numCloseReasons {
+		return 0
+	}
+	return s.closed[r].Load()
+}
