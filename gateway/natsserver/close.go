@@ -5,15 +5,15 @@ package natsserver
 type CloseReason uint8
 
 const (
-	ClosedByClient         CloseReason = iota // the client closed it, or the connection broke while reading
-	ClosedWriteError                          // a write failed (not a timeout)
-	ClosedAuthViolation                       // bad credentials, or an operation before CONNECT
-	ClosedAuthTimeout                         // no CONNECT within auth_timeout
-	ClosedProtocolError                       // the client broke the protocol (parser error, max payload, ...)
-	ClosedSlowConsumer                        // pending output over max_pending
-	ClosedWriteTimeout                        // a write did not finish within write_deadline
-	ClosedStale                               // pings unanswered
-	ClosedServerShutdown                      // the node stops
+	ClosedByClient       CloseReason = iota // the client closed it, or the connection broke while reading
+	ClosedWriteError                        // a write failed (not a timeout)
+	ClosedAuthViolation                     // bad credentials, or an operation before CONNECT
+	ClosedAuthTimeout                       // no CONNECT within auth_timeout
+	ClosedProtocolError                     // the client broke the protocol (parser error, max payload, ...)
+	ClosedSlowConsumer                      // pending output over max_pending
+	ClosedWriteTimeout                      // a write did not finish within write_deadline
+	ClosedStale                             // pings unanswered
+	ClosedServerShutdown                    // the node stops
 	numCloseReasons
 )
 
