@@ -199,7 +199,7 @@ func BenchmarkScrapeCluster(b *testing.B) {
 		groups := n.queues.Stats()
 		b.ReportAllocs()
 		for b.Loop() {
-			n.cluster.snapshot(groups)
+			n.cluster.Snapshot(groups)
 		}
 	})
 }

@@ -115,7 +115,7 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 	s.Groups = n.queues.Stats()
 	s.Dispatch = n.queues.Counters()
 	if n.cluster != nil {
-		s.Cluster = n.cluster.snapshot(s.Groups)
+		s.Cluster = n.cluster.Snapshot(s.Groups)
 	}
 	s.Tail = n.tail.Stats()
 	cs := n.nats.Counters()

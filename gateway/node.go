@@ -16,6 +16,7 @@ import (
 
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
+	"edgeq/gateway/cluster"
 	"edgeq/gateway/config"
 	"edgeq/gateway/dispatch"
 	"edgeq/gateway/hot"
@@ -39,7 +40,7 @@ type Node struct {
 	nats   *natsserver.Server
 
 	serial  []*serial.Port
-	cluster *clusterNode // nil unless cluster.name is set
+	cluster *cluster.Node // nil unless cluster.name is set
 	mqtt    []*mqtt.Bridge
 
 	metrics *nodeMetrics
@@ -92,11 +93,11 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	var onGroup func(dispatch.GroupKey)
 	var peers dispatch.Peers
 	if cfg.Cluster.Name != "" {
-		if n.cluster, err = newClusterNode(cfg, id, version, l.NumPartitions(), logger); err != nil {
+		if n.cluster, err = cluster.NewNode(cfg, id, version, l.NumPartitions(), logger); err != nil {
 			l.Close()
 			return nil, err
 		}
-		onGroup, peers = n.cluster.addGroup, n.cluster.link
+		onGroup, peers = n.cluster.AddGroup, n.cluster.Peers()
 	}
 	n.queues = dispatch.NewRegistry(dispatch.Config{
 		Node:            id,
@@ -109,7 +110,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		DeadLetters:     n.publishDeadLetter,
 	}, l, logger)
 	if n.cluster != nil {
-		n.cluster.attach(n.queues)
+		n.cluster.Attach(n.queues)
 	}
 	users := map[string]string{}
 	for _, u := range cfg.NATS.Users {
@@ -217,7 +218,7 @@ func (n *Node) Start() error {
 		return err
 	}
 	if n.cluster != nil {
-		if err := n.cluster.start(ctx, n.goBackground); err != nil {
+		if err := n.cluster.Start(ctx, n.goBackground); err != nil {
 			n.Shutdown(time.Second)
 			return err
 		}
@@ -332,7 +333,7 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 			_ = n.httpSrv.Shutdown(ctx)
 		}
 		if n.cluster != nil {
-			n.cluster.stop()
+			n.cluster.Stop()
 		}
 		if n.cancel != nil {
 			n.cancel()

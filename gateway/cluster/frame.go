@@ -1,7 +1,3 @@
-// Package cluster is the peer protocol between edgeq gateways: framing,
-// mutual authentication with the cluster secret, heartbeats, and the
-// election, fetch, forward, commit and membership messages (wire.go). One authenticated, versioned connection per
-// peer pair.
 package cluster
 
 import (

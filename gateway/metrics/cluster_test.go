@@ -152,7 +152,7 @@ func TestRenderClusterBounded(t *testing.T) {
 	const peers, groups = 64, 64
 	series := func(s *Snapshot) (int, int) { b := render(s); return mustLint(t, b).Series, len(b) }
 	empty, _ := series(&Snapshot{})
-	fixed, _ := series(&Snapshot{Cluster: &ClusterStats{Name: "plant"}})
+	fixed, _ := series(&Snapshot{Cluster: &cluster.Stats{Name: "plant"}})
 	fixed -= empty
 	s := clusterLimits(peers, groups)
 	all, size := series(s)
@@ -170,8 +170,8 @@ func TestRenderClusterBounded(t *testing.T) {
 // clusterLimits is node gw-000 with peers connected peers, as many down,
 // and groups groups with a member on every node.
 func clusterLimits(peers, groups int) *Snapshot {
-	s := &Snapshot{Node: "gw-000", Time: time.Unix(1_700_003_600, 0), Cluster: &ClusterStats{
-		Name: "plant", Leaders: map[dispatch.GroupKey]Leader{}}}
+	s := &Snapshot{Node: "gw-000", Time: time.Unix(1_700_003_600, 0), Cluster: &cluster.Stats{
+		Name: "plant", Leaders: map[dispatch.GroupKey]cluster.Leader{}}}
 	for i := range peers {
 		node := fmt.Sprintf("gw-%03d", i+1)
 		s.Cluster.Peers = append(s.Cluster.Peers, cluster.PeerStatus{Node: node, Since: s.Time, LastSeen: s.Time})
@@ -184,7 +184,7 @@ func clusterLimits(peers, groups int) *Snapshot {
 		}
 		s.Groups = append(s.Groups, gs)
 		l := s.Cluster.Peers[g%peers].Node
-		s.Cluster.Leaders[gs.Key] = Leader{Node: l, Epoch: election.Epoch{N: uint64(g + 1), Leader: election.NodeID(l)}}
+		s.Cluster.Leaders[gs.Key] = cluster.Leader{Node: l, Epoch: election.Epoch{N: uint64(g + 1), Leader: election.NodeID(l)}}
 	}
 	return s
 }

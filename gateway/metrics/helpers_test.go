@@ -191,7 +191,7 @@ func clusterSnapshot(t testing.TB, partitions int) *Snapshot {
 	}
 	s.Groups[1].Members = map[string]int{"gw-a": 1, "gw-c": 1}
 	s.Groups[2].Members = map[string]int{}
-	s.Cluster = &ClusterStats{
+	s.Cluster = &cluster.Stats{
 		Name: "plant", Listen: "10.0.0.2:7420",
 		Peers: []cluster.PeerStatus{
 			{Node: "gw-a", Addr: "10.0.0.1:7420", Priority: 1, Partitions: 10, Dialed: true,
@@ -210,7 +210,7 @@ func clusterSnapshot(t testing.TB, partitions int) *Snapshot {
 		Election: election.Stats{Elections: 9, Leaderships: 6, TakeOvers: 2, HandOverTimeouts: 1,
 			HandOvers: 3, DrainTimeouts: 0, Deposed: 2, Stale: 8, Fenced: 5},
 		FencedRequests: 6,
-		Leaders: map[dispatch.GroupKey]Leader{
+		Leaders: map[dispatch.GroupKey]cluster.Leader{
 			s.Groups[0].Key: {Node: "gw-b", Epoch: election.Epoch{N: 7, Leader: "gw-b"}, Self: true},
 			s.Groups[1].Key: {Node: "gw-c", Epoch: election.Epoch{N: 4, Leader: "gw-c"}},
 		},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"edgeq/gateway/cluster"
 	"edgeq/gateway/dispatch"
 	"edgeq/gateway/metrics/lint"
 	"edgeq/internal/hist"
@@ -63,7 +64,7 @@ func TestRenderLints(t *testing.T) {
 		{"escaped label values", odd, 100, []string{"edgeq_group_lag"}},
 		{"missing proc and sys", &Snapshot{Device: missingRootSamples(t)}, 30, []string{"edgeq_collector_success"}},
 		{"cluster", clusterSnapshot(t, 10), 300, []string{"edgeq_cluster_peer_up", "edgeq_group_members_by_node", "edgeq_group_leader"}},
-		{"cluster alone", &Snapshot{Cluster: &ClusterStats{Name: "plant"}}, 50, []string{"edgeq_cluster_info", "edgeq_cluster_remote_commits_total"}},
+		{"cluster alone", &Snapshot{Cluster: &cluster.Stats{Name: "plant"}}, 50, []string{"edgeq_cluster_info", "edgeq_cluster_remote_commits_total"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,14 +1,11 @@
 package metrics
 
 import (
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
-	"edgeq/discovery/election"
 	"edgeq/gateway/cluster"
 	"edgeq/gateway/devicemetrics"
 	"edgeq/gateway/dispatch"
@@ -46,52 +43,7 @@ type Snapshot struct {
 	Device []devicemetrics.Sample
 
 	// Cluster is nil on a standalone node.
-	Cluster *ClusterStats
-}
-
-// ClusterStats is the cluster part of a snapshot: peer connections, the
-// election, and the counters of the data path between nodes that are not
-// in Dispatch (forwards, relayed acks and remote commits are).
-type ClusterStats struct {
-	Name   string // the cluster's name
-	Listen string // this node's peer listener
-	// Peers are the connected peers, sorted by node; Unreachable the
-	// addresses to dial without a connection, sorted by address.
-	Peers       []cluster.PeerStatus
-	Unreachable []cluster.AddrStatus
-	Manager     cluster.Counters
-	Election    election.Stats
-	// FencedRequests counts fetches and commits of other nodes' leaders
-	// this node refused as a partition owner (stale epoch, or the epochs
-	// could not be persisted).
-	FencedRequests uint64
-	// Leaders are the elected leaders of Groups (a group without one is
-	// being elected).
-	Leaders map[dispatch.GroupKey]Leader
-}
-
-// Leader is a queue group's elected leader.
-type Leader struct {
-	Node  string
-	Epoch election.Epoch
-	// Self: this node was elected and has not finished stepping down.
-	Self bool
-}
-
-// DownPeers are the nodes that unreachable addresses led to and that have
-// no connection, sorted and without repeats.
-func (c *ClusterStats) DownPeers() []string {
-	var out []string
-	for _, a := range c.Unreachable {
-		if a.Node == "" || slices.Contains(out, a.Node) {
-			continue
-		}
-		if _, up := slices.BinarySearchFunc(c.Peers, a.Node, func(p cluster.PeerStatus, n string) int { return strings.Compare(p.Node, n) }); !up {
-			out = append(out, a.Node)
-		}
-	}
-	slices.Sort(out)
-	return out
+	Cluster *cluster.Stats
 }
 
 // Source counts one ingest source's appends (gateway.Ingest.Sources).

@@ -1,4 +1,4 @@
-package gateway
+package cluster
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"edgeq/discovery/election"
-	"edgeq/gateway/cluster"
 	"edgeq/gateway/dispatch"
 	"edgeq/gateway/queue"
 	"edgeq/wal"
@@ -24,8 +23,8 @@ import (
 // nodes (fenced by the elector) — positions, fetches, commits, forwarded
 // deliveries, relayed acknowledgements and member lists.
 type peerLink struct {
-	mgr     *cluster.Manager
-	elector *cluster.Elector
+	mgr     *Manager
+	elector *Elector
 	reg     *dispatch.Registry
 	logger  *slog.Logger
 	// fetchWait is how long an owner holds a fetch with nothing new.
@@ -69,7 +68,7 @@ const maxServedFetches = 4096
 // to a leader that reads many partitions stays small.
 const maxFetchAnswer = 256 << 10
 
-func newPeerLink(mgr *cluster.Manager, logger *slog.Logger) *peerLink {
+func newPeerLink(mgr *Manager, logger *slog.Logger) *peerLink {
 	return &peerLink{mgr: mgr, logger: logger, fetchWait: 5 * time.Second, requestSlack: 10 * time.Second,
 		leading: map[string]election.Epoch{}, pending: map[uint64]*request{}, serving: map[string]*peerServing{},
 		dirty: map[dispatch.GroupKey]bool{}, newPeers: map[string]bool{}, syncWake: make(chan struct{}, 1),
@@ -84,11 +83,11 @@ func groupKey(name string) dispatch.GroupKey {
 	return dispatch.GroupKey{Filter: f, Queue: q}
 }
 
-func wireGroup(k dispatch.GroupKey) cluster.GroupName {
-	return cluster.GroupName{Filter: k.Filter, Queue: k.Queue}
+func wireGroup(k dispatch.GroupKey) GroupName {
+	return GroupName{Filter: k.Filter, Queue: k.Queue}
 }
 
-func keyOf(g cluster.GroupName) dispatch.GroupKey {
+func keyOf(g GroupName) dispatch.GroupKey {
 	return dispatch.GroupKey{Filter: g.Filter, Queue: g.Queue}
 }
 
@@ -106,7 +105,7 @@ func (p *peerLink) epoch(key dispatch.GroupKey) (election.Epoch, error) {
 }
 
 // request sends a frame whose answer carries id and waits for it.
-func (p *peerLink) request(ctx context.Context, node string, id uint64, t cluster.Type, body []byte, timeout time.Duration) ([]byte, error) {
+func (p *peerLink) request(ctx context.Context, node string, id uint64, t Type, body []byte, timeout time.Duration) ([]byte, error) {
 	req := &request{node: node, answer: make(chan []byte, 1)}
 	p.mu.Lock()
 	p.pending[id] = req
@@ -141,12 +140,12 @@ func (p *peerLink) Position(ctx context.Context, node string, key dispatch.Group
 		return nil, err
 	}
 	id := p.nextID.Add(1)
-	body := cluster.AppendPositionReq(nil, &cluster.PositionReq{ID: id, Group: wireGroup(key), Epoch: ep, DeliverAll: deliverAll})
-	ans, err := p.request(ctx, node, id, cluster.TypePosition, body, p.requestSlack)
+	body := AppendPositionReq(nil, &PositionReq{ID: id, Group: wireGroup(key), Epoch: ep, DeliverAll: deliverAll})
+	ans, err := p.request(ctx, node, id, TypePosition, body, p.requestSlack)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := cluster.DecodePositionResp(ans)
+	resp, err := DecodePositionResp(ans)
 	if err != nil {
 		return nil, err
 	}
@@ -163,13 +162,13 @@ func (p *peerLink) Fetch(ctx context.Context, node string, key dispatch.GroupKey
 		return dispatch.RemoteBatch{}, err
 	}
 	id := p.nextID.Add(1)
-	body := cluster.AppendFetchReq(nil, &cluster.FetchReq{ID: id, Group: wireGroup(key), Epoch: ep, Partition: f.Partition,
+	body := AppendFetchReq(nil, &FetchReq{ID: id, Group: wireGroup(key), Epoch: ep, Partition: f.Partition,
 		From: f.From, MaxMsgs: f.MaxMsgs, MaxBytes: f.MaxBytes, WaitMillis: int(p.fetchWait / time.Millisecond)})
-	ans, err := p.request(ctx, node, id, cluster.TypeFetch, body, p.fetchWait+p.requestSlack)
+	ans, err := p.request(ctx, node, id, TypeFetch, body, p.fetchWait+p.requestSlack)
 	if err != nil {
 		return dispatch.RemoteBatch{}, err
 	}
-	resp, err := cluster.DecodeFetchResp(ans) // ans is a copy: the records may alias it
+	resp, err := DecodeFetchResp(ans) // ans is a copy: the records may alias it
 	if err != nil {
 		return dispatch.RemoteBatch{}, err
 	}
@@ -190,15 +189,15 @@ func (p *peerLink) Commit(ctx context.Context, node string, key dispatch.GroupKe
 		return err
 	}
 	id := p.nextID.Add(1)
-	req := cluster.CommitReq{ID: id, Group: wireGroup(key), Epoch: ep, Sync: sync, Offsets: make([]cluster.PartitionOffset, len(offsets))}
+	req := CommitReq{ID: id, Group: wireGroup(key), Epoch: ep, Sync: sync, Offsets: make([]PartitionOffset, len(offsets))}
 	for i, o := range offsets {
-		req.Offsets[i] = cluster.PartitionOffset{Partition: o.Partition, Offset: o.Offset}
+		req.Offsets[i] = PartitionOffset{Partition: o.Partition, Offset: o.Offset}
 	}
-	ans, err := p.request(ctx, node, id, cluster.TypeCommit, cluster.AppendCommitReq(nil, &req), p.requestSlack)
+	ans, err := p.request(ctx, node, id, TypeCommit, AppendCommitReq(nil, &req), p.requestSlack)
 	if err != nil {
 		return err
 	}
-	resp, err := cluster.DecodeCommitResp(ans)
+	resp, err := DecodeCommitResp(ans)
 	if err != nil {
 		return err
 	}
@@ -209,7 +208,7 @@ func (p *peerLink) Commit(ctx context.Context, node string, key dispatch.GroupKe
 }
 
 // Forward implements dispatch.Peers: queued on the peer connection, never
-// waiting (a full queue closes the connection, see cluster.Manager.Send).
+// waiting (a full queue closes the connection, see Manager.Send).
 func (p *peerLink) Forward(node string, key dispatch.GroupKey, member queue.MemberID, d *dispatch.Delivery) bool {
 	m := forwardOf(key, d)
 	m.Member = string(member)
@@ -217,15 +216,15 @@ func (p *peerLink) Forward(node string, key dispatch.GroupKey, member queue.Memb
 }
 
 // forwardOf is the FORWARD message of d (without member or reason).
-func forwardOf(key dispatch.GroupKey, d *dispatch.Delivery) cluster.Forward {
-	return cluster.Forward{Group: wireGroup(key), Instance: uint64(d.Ack.Group), CorePartition: uint64(d.Ack.Partition),
+func forwardOf(key dispatch.GroupKey, d *dispatch.Delivery) Forward {
+	return Forward{Group: wireGroup(key), Instance: uint64(d.Ack.Group), CorePartition: uint64(d.Ack.Partition),
 		Node: d.Node, Partition: uint64(d.Partition), Offset: d.Offset, Deliveries: uint64(d.Deliveries), Record: d.Raw}
 }
 
-func (p *peerLink) sendPooled(node string, m *cluster.Forward) bool {
+func (p *peerLink) sendPooled(node string, m *Forward) bool {
 	bp := p.bufs.Get().(*[]byte)
-	*bp = cluster.AppendForward((*bp)[:0], m)
-	err := p.mgr.Send(node, cluster.TypeForward, *bp)
+	*bp = AppendForward((*bp)[:0], m)
+	err := p.mgr.Send(node, TypeForward, *bp)
 	if cap(*bp) <= 64<<10 {
 		p.bufs.Put(bp)
 	}
@@ -235,10 +234,10 @@ func (p *peerLink) sendPooled(node string, m *cluster.Forward) bool {
 // RelayAck implements dispatch.Peers.
 func (p *peerLink) RelayAck(node string, a dispatch.Ack) bool {
 	h := a.Handle
-	body := cluster.AppendAckRelay(nil, &cluster.AckRelay{Instance: uint64(h.Group), Member: string(h.Member),
+	body := AppendAckRelay(nil, &AckRelay{Instance: uint64(h.Group), Member: string(h.Member),
 		CorePartition: uint64(h.Partition), Offset: h.Offset, Deliveries: uint64(h.Deliveries),
 		Kind: uint64(a.Kind), Delay: uint64(max(a.Delay, 0))})
-	return p.mgr.Send(node, cluster.TypeAck, body) == nil
+	return p.mgr.Send(node, TypeAck, body) == nil
 }
 
 // DeadLetterAll implements dispatch.Peers: a dead letter for every peer's
@@ -246,9 +245,9 @@ func (p *peerLink) RelayAck(node string, a dispatch.Ack) bool {
 func (p *peerLink) DeadLetterAll(key dispatch.GroupKey, d *dispatch.Delivery, reason string) {
 	m := forwardOf(key, d)
 	m.Reason = reason
-	body := cluster.AppendForward(nil, &m)
+	body := AppendForward(nil, &m)
 	for _, ps := range p.mgr.Peers() {
-		_ = p.mgr.Send(ps.Node, cluster.TypeForward, body)
+		_ = p.mgr.Send(ps.Node, TypeForward, body)
 	}
 }
 
@@ -291,13 +290,13 @@ func (p *peerLink) runSync(ctx context.Context) {
 			if !ok {
 				continue
 			}
-			msg := cluster.Members{Group: wireGroup(key), DeliverAll: all, Declared: declared, Members: make([]cluster.MemberInfo, len(ms))}
+			msg := Members{Group: wireGroup(key), DeliverAll: all, Declared: declared, Members: make([]MemberInfo, len(ms))}
 			for i, m := range ms {
-				msg.Members[i] = cluster.MemberInfo{ID: string(m.ID), Credit: m.Credit}
+				msg.Members[i] = MemberInfo{ID: string(m.ID), Credit: m.Credit}
 			}
-			body := cluster.AppendMembers(nil, &msg)
+			body := AppendMembers(nil, &msg)
 			for _, ps := range peers {
-				_ = p.mgr.Send(ps.Node, cluster.TypeMembers, body)
+				_ = p.mgr.Send(ps.Node, TypeMembers, body)
 			}
 		}
 	}
@@ -348,7 +347,7 @@ func (p *peerLink) Leading(group string) bool {
 // peer also comes up again on a new connection that replaced another one:
 // requests sent on the old one fail now (and are retried) rather than at
 // their timeout.
-func (p *peerLink) PeerUp(node string, info cluster.PeerInfo) {
+func (p *peerLink) PeerUp(node string, info PeerInfo) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p.mu.Lock()
 	p.failPending(node)
@@ -378,26 +377,26 @@ func (p *peerLink) PeerDown(node string) {
 
 // Frame handles a data-path frame from node; it runs on the connection's
 // reader, so anything that may wait runs on its own goroutine.
-func (p *peerLink) Frame(node string, f cluster.Frame) {
+func (p *peerLink) Frame(node string, f Frame) {
 	switch f.Type {
-	case cluster.TypePositioned, cluster.TypeFetched, cluster.TypeCommitted:
+	case TypePositioned, TypeFetched, TypeCommitted:
 		p.answer(f.Body)
-	case cluster.TypePosition:
-		m, err := cluster.DecodePositionReq(f.Body)
+	case TypePosition:
+		m, err := DecodePositionReq(f.Body)
 		if err != nil {
 			p.bad(node, f.Type, err)
 			return
 		}
 		p.servePosition(node, m)
-	case cluster.TypeFetch:
-		m, err := cluster.DecodeFetchReq(f.Body)
+	case TypeFetch:
+		m, err := DecodeFetchReq(f.Body)
 		if err != nil {
 			p.bad(node, f.Type, err)
 			return
 		}
 		p.serveFetch(node, m)
-	case cluster.TypeCommit:
-		m, err := cluster.DecodeCommitReq(f.Body)
+	case TypeCommit:
+		m, err := DecodeCommitReq(f.Body)
 		if err != nil {
 			p.bad(node, f.Type, err)
 			return
@@ -405,8 +404,8 @@ func (p *peerLink) Frame(node string, f cluster.Frame) {
 		// In order on the connection: a leader's final commits are stored
 		// before its hand-over's DRAINED, sent after them, is read.
 		p.serveCommit(node, m)
-	case cluster.TypeForward:
-		m, err := cluster.DecodeForward(f.Body)
+	case TypeForward:
+		m, err := DecodeForward(f.Body)
 		if err != nil {
 			p.bad(node, f.Type, err)
 			return
@@ -425,8 +424,8 @@ func (p *peerLink) Frame(node string, f cluster.Frame) {
 			return
 		}
 		p.reg.Forwarded(node, keyOf(m.Group), &d)
-	case cluster.TypeAck:
-		m, err := cluster.DecodeAckRelay(f.Body)
+	case TypeAck:
+		m, err := DecodeAckRelay(f.Body)
 		if err != nil {
 			p.bad(node, f.Type, err)
 			return
@@ -434,8 +433,8 @@ func (p *peerLink) Frame(node string, f cluster.Frame) {
 		_ = p.reg.RelayedAck(dispatch.Ack{Kind: dispatch.AckKind(m.Kind), Delay: time.Duration(m.Delay),
 			Handle: dispatch.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
 				Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}})
-	case cluster.TypeMembers:
-		m, err := cluster.DecodeMembers(f.Body)
+	case TypeMembers:
+		m, err := DecodeMembers(f.Body)
 		if err != nil {
 			p.bad(node, f.Type, err)
 			return
@@ -461,12 +460,12 @@ func (p *peerLink) failPending(node string) {
 	}
 }
 
-func (p *peerLink) bad(node string, t cluster.Type, err error) {
+func (p *peerLink) bad(node string, t Type, err error) {
 	p.logger.Warn("bad frame from peer", "peer", node, "type", t, "err", err)
 }
 
 func (p *peerLink) answer(body []byte) {
-	id, ok := cluster.ResponseID(body)
+	id, ok := ResponseID(body)
 	if !ok {
 		return
 	}
@@ -481,7 +480,7 @@ func (p *peerLink) answer(body []byte) {
 
 // fence checks a leader's epoch for group before its request is served; a
 // group new here joins the election first.
-func (p *peerLink) fence(g cluster.GroupName, epoch election.Epoch) error {
+func (p *peerLink) fence(g GroupName, epoch election.Epoch) error {
 	name := keyOf(g).String()
 	err := p.elector.Fence(name, epoch)
 	if errors.Is(err, election.ErrUnknownGroup) {
@@ -498,12 +497,12 @@ func (p *peerLink) fence(g cluster.GroupName, epoch election.Epoch) error {
 
 // servePosition answers on its own goroutine (recording a new group's
 // start fsyncs), within the peer's bound of requests served at once.
-func (p *peerLink) servePosition(node string, m cluster.PositionReq) {
-	reply := func(resp *cluster.PositionResp) {
-		_ = p.mgr.Send(node, cluster.TypePositioned, cluster.AppendPositionResp(nil, resp))
+func (p *peerLink) servePosition(node string, m PositionReq) {
+	reply := func(resp *PositionResp) {
+		_ = p.mgr.Send(node, TypePositioned, AppendPositionResp(nil, resp))
 	}
-	p.goServe(node, func(why string) { reply(&cluster.PositionResp{ID: m.ID, Err: why}) }, func(*peerServing) {
-		resp := cluster.PositionResp{ID: m.ID}
+	p.goServe(node, func(why string) { reply(&PositionResp{ID: m.ID, Err: why}) }, func(*peerServing) {
+		resp := PositionResp{ID: m.ID}
 		if err := p.fence(m.Group, m.Epoch); err != nil {
 			resp.Err = err.Error()
 		} else if next, err := p.reg.ServePosition(keyOf(m.Group), m.DeliverAll); err != nil {
@@ -537,9 +536,9 @@ func (p *peerLink) goServe(node string, refuse func(why string), serve func(*pee
 	}()
 }
 
-func (p *peerLink) serveFetch(node string, m cluster.FetchReq) {
+func (p *peerLink) serveFetch(node string, m FetchReq) {
 	fail := func(why string) {
-		_ = p.mgr.Send(node, cluster.TypeFetched, cluster.AppendFetchResp(nil, &cluster.FetchResp{ID: m.ID, Err: why}))
+		_ = p.mgr.Send(node, TypeFetched, AppendFetchResp(nil, &FetchResp{ID: m.ID, Err: why}))
 	}
 	p.goServe(node, fail, func(s *peerServing) {
 		if err := p.fence(m.Group, m.Epoch); err != nil {
@@ -552,16 +551,16 @@ func (p *peerLink) serveFetch(node string, m cluster.FetchReq) {
 			fail(err.Error())
 			return
 		}
-		resp := cluster.FetchResp{ID: m.ID, Next: b.Next, Durable: p.reg.Durable(m.Partition), Records: make([]cluster.RawRecord, len(b.Entries))}
+		resp := FetchResp{ID: m.ID, Next: b.Next, Durable: p.reg.Durable(m.Partition), Records: make([]RawRecord, len(b.Entries))}
 		for i, e := range b.Entries {
-			resp.Records[i] = cluster.RawRecord{Offset: e.Offset, Raw: e.Raw}
+			resp.Records[i] = RawRecord{Offset: e.Offset, Raw: e.Raw}
 		}
-		_ = p.mgr.SendWait(s.ctx, node, cluster.TypeFetched, cluster.AppendFetchResp(nil, &resp))
+		_ = p.mgr.SendWait(s.ctx, node, TypeFetched, AppendFetchResp(nil, &resp))
 	})
 }
 
-func (p *peerLink) serveCommit(node string, m cluster.CommitReq) {
-	resp := cluster.CommitResp{ID: m.ID}
+func (p *peerLink) serveCommit(node string, m CommitReq) {
+	resp := CommitResp{ID: m.ID}
 	if err := p.fence(m.Group, m.Epoch); err != nil {
 		resp.Err = err.Error()
 	} else {
@@ -573,5 +572,5 @@ func (p *peerLink) serveCommit(node string, m cluster.CommitReq) {
 			resp.Err = err.Error()
 		}
 	}
-	_ = p.mgr.Send(node, cluster.TypeCommitted, cluster.AppendCommitResp(nil, &resp))
+	_ = p.mgr.Send(node, TypeCommitted, AppendCommitResp(nil, &resp))
 }

@@ -1,0 +1,107 @@
+package gateway
+
+import (
+	"edgeq/gateway/cluster"
+	"edgeq/gateway/dispatch"
+)
+
+// ClusterStatus is the cluster part of /v1/status.
+type ClusterStatus struct {
+	Name   string `json:"name"`
+	Listen string `json:"listen"` // this node's peer listener
+	// Peers are the connected peers (state up), sorted by node.
+	Peers []cluster.PeerStatus `json:"peers"`
+	// Unreachable are the addresses to dial (static or discovered) without
+	// a connection: a peer that is down, or an address that never answered
+	// (no node).
+	Unreachable []cluster.AddrStatus `json:"unreachable"`
+	// Leaders are keyed by group ("<filter> <queue>"); a group still being
+	// elected has none.
+	Leaders map[string]GroupLeader `json:"leaders"`
+	Refused uint64                 `json:"refused_peers"` // = peer_events.refused_handshakes
+	// PeerEvents, Election and DataPath are totals since the node started.
+	PeerEvents PeerEvents     `json:"peer_events"`
+	Election   ElectionEvents `json:"election"`
+	DataPath   DataPathEvents `json:"data_path"`
+}
+
+// GroupLeader is one queue group's elected leader.
+type GroupLeader struct {
+	Leader string `json:"leader"`
+	Epoch  string `json:"epoch"`
+	Self   bool   `json:"self"`
+}
+
+// PeerEvents count what happened to peer connections.
+type PeerEvents struct {
+	// RefusedHandshakes: another cluster, or a wrong secret.
+	RefusedHandshakes uint64 `json:"refused_handshakes"`
+	// SendQueueOverflows: connections closed because the peer did not
+	// keep up with what this node sent it.
+	SendQueueOverflows uint64 `json:"send_queue_overflows"`
+	Ups                uint64 `json:"ups"`
+	Downs              uint64 `json:"downs"`
+}
+
+// ElectionEvents are the election machine's counters, over all groups.
+type ElectionEvents struct {
+	Elections   uint64 `json:"elections"`   // elections started
+	Leaderships uint64 `json:"leaderships"` // leaderships won by this node
+	// TakeOvers: hand-overs this node asked of a sitting leader as the
+	// higher-ranked node; HandOverTimeouts: of those, completed without the
+	// old leader's DRAINED.
+	TakeOvers        uint64 `json:"take_overs"`
+	HandOverTimeouts uint64 `json:"hand_over_timeouts"`
+	// HandOvers: leaderships this node handed to a higher-ranked one;
+	// DrainTimeouts: hand-overs given up waiting for the drain here.
+	HandOvers     uint64 `json:"hand_overs"`
+	DrainTimeouts uint64 `json:"drain_timeouts"`
+	// Deposed: leaderships ended by a newer epoch (or the group removed).
+	Deposed uint64 `json:"deposed"`
+	// StaleCoordinators: COORDINATOR messages refused for an old epoch.
+	StaleCoordinators uint64 `json:"stale_coordinators"`
+	// Fenced: fetches and commits refused for an old epoch.
+	Fenced uint64 `json:"fenced"`
+}
+
+// DataPathEvents count the queue groups' traffic between nodes.
+type DataPathEvents struct {
+	// ForwardsIn: deliveries other nodes' leaders forwarded to members
+	// here; ForwardsRefused: of those, the ones no member here could take.
+	ForwardsIn      uint64 `json:"forwards_in"`
+	ForwardsRefused uint64 `json:"forwards_refused"`
+	// AcksRelayed: acknowledgements of members here sent to the leader.
+	AcksRelayed uint64 `json:"acks_relayed"`
+	// RemoteCommits and RemoteCommitFailures: commits of offsets this
+	// node, as a leader, stored at the partitions' owners.
+	RemoteCommits        uint64 `json:"remote_commits"`
+	RemoteCommitFailures uint64 `json:"remote_commit_failures"`
+	// FencedRequests: requests of other nodes' leaders refused here (an
+	// old epoch, as in election.fenced, or epochs that could not be stored).
+	FencedRequests uint64 `json:"fenced_requests"`
+}
+
+// clusterStatusOf is the cluster part of /v1/status from a snapshot's.
+func clusterStatusOf(cs *cluster.Stats, d dispatch.Counters) *ClusterStatus {
+	el, m := cs.Election, cs.Manager
+	st := &ClusterStatus{Name: cs.Name, Listen: cs.Listen, Peers: cs.Peers, Unreachable: cs.Unreachable,
+		Leaders: make(map[string]GroupLeader, len(cs.Leaders)), Refused: m.Refused,
+		PeerEvents: PeerEvents{RefusedHandshakes: m.Refused, SendQueueOverflows: m.Overflows, Ups: m.Ups, Downs: m.Downs},
+		Election: ElectionEvents{Elections: el.Elections, Leaderships: el.Leaderships, TakeOvers: el.TakeOvers,
+			HandOverTimeouts: el.HandOverTimeouts, HandOvers: el.HandOvers, DrainTimeouts: el.DrainTimeouts,
+			Deposed: el.Deposed, StaleCoordinators: el.Stale, Fenced: el.Fenced},
+		DataPath: DataPathEvents{ForwardsIn: d.ForwardsIn, ForwardsRefused: d.ForwardsRefused, AcksRelayed: d.AcksRelayed,
+			RemoteCommits: d.RemoteCommits, RemoteCommitFailures: d.RemoteCommitFailures, FencedRequests: cs.FencedRequests},
+	}
+	// Lists are [] rather than null in the JSON.
+	if st.Peers == nil {
+		st.Peers = []cluster.PeerStatus{}
+	}
+	if st.Unreachable == nil {
+		st.Unreachable = []cluster.AddrStatus{}
+	}
+	for k, l := range cs.Leaders {
+		st.Leaders[k.String()] = GroupLeader{Leader: l.Node, Epoch: l.Epoch.String(), Self: l.Self}
+	}
+	return st
+}
