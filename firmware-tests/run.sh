@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Firmware tests: the linux/arm64 and linux/arm (v7) builds run under
 # qemu-user (Debian's qemu-user-static) on this machine:
-#   - the storage and dispatch cores' tests on each architecture: hash
+#   - the storage, queue-group core and groups' tests on each architecture: hash
 #     vectors, codec, torn/garbage tails, kill -9 recovery, the randomized
 #     queue interleavings (on arm v7 this is where an unaligned 64-bit atomic
 #     would fault);
@@ -40,7 +40,7 @@ for arch in arm64 armv7; do
     armv7) goarch=arm; goarm=7; qemu=qemu-arm-static ;;
   esac
   echo "== $arch: core tests under $qemu"
-  for pkg in wal gateway/queue gateway/dispatch internal/hist; do
+  for pkg in wal gateway/queue gateway/groups internal/hist; do
     GOOS=linux GOARCH=$goarch GOARM=$goarm go test -c -o "$tmp/$(basename $pkg)-$arch.test" ./$pkg
   done
   start=$(date +%s)
@@ -48,7 +48,7 @@ for arch in arm64 armv7; do
   (cd wal && EDGEQ_TEST_EXEC_WRAPPER=$qemu EDGEQ_CRASH_ROUNDS=5 $qemu "$tmp/wal-$arch.test" -test.count=1 \
     -test.run 'TestPartitionVectors|TestRecordRoundTrip|TestDecodeAllocations|TestAppendReadRoundTrip|TestSequencesSurviveReopen|TestGarbageTails|TestFlippedByteInside|TestMoveToHotPartitionAndBack|TestCrashKill9|TestRetentionRespectsCommittedFloor|TestTornTail|TestCheckAndRepairCommand')
   (cd gateway/queue && $qemu "$tmp/queue-$arch.test" -test.count=1 -test.short)
-  (cd gateway/dispatch && $qemu "$tmp/dispatch-$arch.test" -test.count=1)
+  (cd gateway/groups && $qemu "$tmp/groups-$arch.test" -test.count=1)
   (cd internal/hist && $qemu "$tmp/hist-$arch.test" -test.count=1)
   report+=("$arch core tests under qemu: passed in $(( $(date +%s) - start ))s")
 

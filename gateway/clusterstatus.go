@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"edgeq/gateway/cluster"
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 )
 
 // ClusterStatus is the cluster part of /v1/status.
@@ -82,7 +82,7 @@ type DataPathEvents struct {
 }
 
 // clusterStatusOf is the cluster part of /v1/status from a snapshot's.
-func clusterStatusOf(cs *cluster.Stats, d dispatch.Counters) *ClusterStatus {
+func clusterStatusOf(cs *cluster.Stats, d groups.Counters) *ClusterStatus {
 	el, m := cs.Election, cs.Manager
 	st := &ClusterStatus{Name: cs.Name, Listen: cs.Listen, Peers: cs.Peers, Unreachable: cs.Unreachable,
 		Leaders: make(map[string]GroupLeader, len(cs.Leaders)), Refused: m.Refused,

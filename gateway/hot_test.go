@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
 	"edgeq/gateway/queue"
 	"edgeq/wal"
@@ -20,7 +20,7 @@ import (
 // hotWorld is a worker that is slow on the hot device and checks order.
 type hotWorld struct {
 	t        *testing.T
-	reg      atomic.Pointer[dispatch.Registry]
+	reg      atomic.Pointer[groups.Registry]
 	mu       sync.Mutex
 	lastSeq  map[string]uint64
 	inFlight map[string]bool
@@ -28,7 +28,7 @@ type hotWorld struct {
 	acks     sync.WaitGroup
 }
 
-func (w *hotWorld) Deliver(d *dispatch.Delivery) bool {
+func (w *hotWorld) Deliver(d *groups.Delivery) bool {
 	device, seq := strings.Clone(d.Record.Device), d.Record.Seq
 	w.mu.Lock()
 	if w.inFlight[device] {
@@ -56,7 +56,7 @@ func (w *hotWorld) Deliver(d *dispatch.Delivery) bool {
 		w.inFlight[device] = false
 		w.mu.Unlock()
 		if reg := w.reg.Load(); reg != nil {
-			reg.Ack(dispatch.Ack{Handle: h, Kind: dispatch.AckDone})
+			reg.Ack(groups.Ack{Handle: h, Kind: groups.AckDone})
 		}
 	}()
 	return true
@@ -72,7 +72,7 @@ func (w *hotWorld) count(device string) int {
 type hotRig struct {
 	log    *wal.Log
 	ingest *Ingest
-	reg    *dispatch.Registry
+	reg    *groups.Registry
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -93,12 +93,12 @@ func startHotRig(t *testing.T, dir string, w *hotWorld) *hotRig {
 	qc := queue.DefaultConfig()
 	qc.Deliver = queue.DeliverAll
 	qc.ReadAheadMsgs = 64 // a small window: a backlog fills it quickly
-	reg := dispatch.NewRegistry(dispatch.Config{Node: "n", TelemetryPrefix: "telemetry", Defaults: qc, GroupTTL: time.Hour, MaxGroups: 4}, l, logger)
+	reg := groups.NewRegistry(groups.Config{Node: "n", TelemetryPrefix: "telemetry", Defaults: qc, GroupTTL: time.Hour, MaxGroups: 4}, l, logger)
 	w.reg.Store(reg)
-	if err := reg.Declare(dispatch.GroupConfig{Key: dispatch.GroupKey{Filter: "telemetry.>", Queue: "q"}, Core: qc}); err != nil {
+	if err := reg.Declare(groups.GroupConfig{Key: groups.GroupKey{Filter: "telemetry.>", Queue: "q"}, Core: qc}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.Join(dispatch.GroupKey{Filter: "telemetry.>", Queue: "q"}, "w", w, 64); err != nil {
+	if _, err := reg.Join(groups.GroupKey{Filter: "telemetry.>", Queue: "q"}, "w", w, 64); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

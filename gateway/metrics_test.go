@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"edgeq/gateway/config"
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/metrics/lint"
 	"edgeq/gateway/queue"
 	"edgeq/wal"
@@ -124,13 +124,13 @@ func TestMetricsEndpointToken(t *testing.T) {
 // ackMember acks every delivery right away (or blocks in Deliver while
 // hold is set, to stall its group's goroutine).
 type ackMember struct {
-	reg       *dispatch.Registry
+	reg       *groups.Registry
 	delivered atomic.Int64
 	hold      chan struct{} // nil: never block
 	entered   chan struct{}
 }
 
-func (m *ackMember) Deliver(d *dispatch.Delivery) bool {
+func (m *ackMember) Deliver(d *groups.Delivery) bool {
 	m.delivered.Add(1)
 	if m.hold != nil {
 		select {
@@ -140,7 +140,7 @@ func (m *ackMember) Deliver(d *dispatch.Delivery) bool {
 		<-m.hold
 	}
 	h := d.Ack
-	go func() { _ = m.reg.Ack(dispatch.Ack{Handle: h, Kind: dispatch.AckDone}) }()
+	go func() { _ = m.reg.Ack(groups.Ack{Handle: h, Kind: groups.AckDone}) }()
 	return true
 }
 
@@ -186,7 +186,7 @@ func waitMetric(t testing.TB, n *Node, key string, want float64) map[string]floa
 // appends, deliveries, acks and the latency histogram's count by exactly N.
 func TestMetricsCountExactly(t *testing.T) {
 	n := startMetricsNode(t, nil)
-	key := dispatch.GroupKey{Filter: "telemetry.>", Queue: "exact"}
+	key := groups.GroupKey{Filter: "telemetry.>", Queue: "exact"}
 	m := &ackMember{reg: n.queues}
 	if _, err := n.queues.Join(key, "m1", m, 64); err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func (w *blockingWriter) Write(b []byte) (int, error) {
 func TestMetricsScrapeBlocksNothing(t *testing.T) {
 	n := startMetricsNode(t, nil)
 	m := &ackMember{reg: n.queues}
-	key := dispatch.GroupKey{Filter: "telemetry.>", Queue: "flowing"}
+	key := groups.GroupKey{Filter: "telemetry.>", Queue: "flowing"}
 	if _, err := n.queues.Join(key, "m1", m, 64); err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestMetricsScrapeBlocksNothing(t *testing.T) {
 	})
 	t.Run("stuck group", func(t *testing.T) {
 		stuck := &ackMember{reg: n.queues, hold: make(chan struct{}), entered: make(chan struct{}, 1)}
-		sk := dispatch.GroupKey{Filter: "telemetry.stuck-0", Queue: "stuck"}
+		sk := groups.GroupKey{Filter: "telemetry.stuck-0", Queue: "stuck"}
 		if _, err := n.queues.Join(sk, "s1", stuck, 8); err != nil {
 			t.Fatal(err)
 		}
@@ -318,8 +318,8 @@ func TestMetricsScrapeBlocksNothing(t *testing.T) {
 // snapshot.
 func TestMetricsStatusSameSnapshot(t *testing.T) {
 	n := startMetricsNode(t, nil)
-	key := dispatch.GroupKey{Filter: "telemetry.>", Queue: "same"}
-	if err := n.queues.Declare(dispatch.GroupConfig{Key: key, Core: queue.DefaultConfig()}); err != nil {
+	key := groups.GroupKey{Filter: "telemetry.>", Queue: "same"}
+	if err := n.queues.Declare(groups.GroupConfig{Key: key, Core: queue.DefaultConfig()}); err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, n, "lagging", 20) // no member: all of it is lag
@@ -344,7 +344,7 @@ func TestMetricsStatusSameSnapshot(t *testing.T) {
 	}
 }
 
-var _ dispatch.Member = (*ackMember)(nil)
+var _ groups.Member = (*ackMember)(nil)
 
 // benchNode is the node of the scrape benchmarks: 8 partitions (+2 hot),
 // 10 declared queue groups and devices known to the log and the hot-device

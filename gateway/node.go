@@ -18,7 +18,7 @@ import (
 	"edgeq/bridge/serial"
 	"edgeq/gateway/cluster"
 	"edgeq/gateway/config"
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
 	"edgeq/gateway/natsserver"
 	"edgeq/gateway/queue"
@@ -35,8 +35,8 @@ type Node struct {
 
 	log    *wal.Log
 	ingest *Ingest
-	queues *dispatch.Registry
-	tail   *dispatch.Tail
+	queues *groups.Registry
+	tail   *groups.Tail
 	nats   *natsserver.Server
 
 	serial  []*serial.Port
@@ -89,9 +89,9 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		}
 	}
 	n.ingest = newIngest(l, det, logger)
-	n.tail = dispatch.NewTail(l, cfg.NATS.TelemetryPrefix, id, logger)
-	var onGroup func(dispatch.GroupKey)
-	var peers dispatch.Peers
+	n.tail = groups.NewTail(l, cfg.NATS.TelemetryPrefix, id, logger)
+	var onGroup func(groups.GroupKey)
+	var peers groups.Peers
 	if cfg.Cluster.Name != "" {
 		if n.cluster, err = cluster.NewNode(cfg, id, version, l.NumPartitions(), logger); err != nil {
 			l.Close()
@@ -99,7 +99,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		}
 		onGroup, peers = n.cluster.AddGroup, n.cluster.Peers()
 	}
-	n.queues = dispatch.NewRegistry(dispatch.Config{
+	n.queues = groups.NewRegistry(groups.Config{
 		Node:            id,
 		TelemetryPrefix: cfg.NATS.TelemetryPrefix,
 		Defaults:        queueConfig(cfg, config.Group{}),
@@ -150,7 +150,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		n.mqtt = append(n.mqtt, b)
 	}
 	for _, g := range cfg.Groups {
-		if err := n.queues.Declare(dispatch.GroupConfig{Key: dispatch.GroupKey{Filter: g.Subject, Queue: g.Queue}, Core: queueConfig(cfg, g)}); err != nil {
+		if err := n.queues.Declare(groups.GroupConfig{Key: groups.GroupKey{Filter: g.Subject, Queue: g.Queue}, Core: queueConfig(cfg, g)}); err != nil {
 			l.Close()
 			return nil, fmt.Errorf("declare group (%s, %s): %w", g.Subject, g.Queue, err)
 		}
@@ -200,7 +200,7 @@ func (n *Node) Ingest() *Ingest { return n.ingest }
 
 // publishDeadLetter publishes dead letters to the NATS subscribers of
 // $EQ.DLQ.<queue> once the server exists.
-func (n *Node) publishDeadLetter(queueName string, d *dispatch.Delivery, reason string) {
+func (n *Node) publishDeadLetter(queueName string, d *groups.Delivery, reason string) {
 	if n.nats != nil {
 		n.nats.PublishDeadLetter(queueName, d, reason)
 	}
@@ -271,7 +271,7 @@ func (n *Node) expireGroups(ctx context.Context) {
 	// quickly as the leaders' own (a hand-over's final commits at once).
 	var flush <-chan time.Time
 	if n.cluster != nil {
-		ft := time.NewTicker(dispatch.CommitInterval)
+		ft := time.NewTicker(groups.CommitInterval)
 		defer ft.Stop()
 		flush = ft.C
 	}

@@ -5,7 +5,7 @@
 //     heartbeats, bounded send queues and dialing (peers.go, Manager);
 //   - the election of a leader per queue group over those connections
 //     (elector.go, around the pure machine in discovery/election);
-//   - the data path (link.go): the registry's dispatch.Peers — positions,
+//   - the data path (link.go): the registry's groups.Peers — positions,
 //     long-poll fetches, commits, forwarded deliveries, relayed
 //     acknowledgements, member lists and dead letters (messages in wire.go)
 //     — and the serving of the same requests from other nodes, fenced by
@@ -16,6 +16,6 @@
 //
 // What a leader does with other nodes' partitions while it runs a group
 // (positioning, pausing an unreachable owner, commits at owners) is part of
-// running the group and lives with the runner in gateway/dispatch
+// running the group and lives with the runner in gateway/groups
 // (remote.go), behind the Peers interface this package implements.
 package cluster

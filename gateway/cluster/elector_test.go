@@ -50,7 +50,7 @@ func (h handlers) PeerUp(n string, p PeerInfo) { h.el.PeerUp(n, p.Priority) }
 func (h handlers) PeerDown(n string)           { h.el.PeerDown(n) }
 func (h handlers) Frame(n string, f Frame)     { h.el.Frame(n, f) }
 
-var groups = []string{"telemetry.> a", "telemetry.> b", "telemetry.> c", "telemetry.> d"}
+var testGroups = []string{"telemetry.> a", "telemetry.> b", "telemetry.> c", "telemetry.> d"}
 
 func startClusterNode(t *testing.T, id string, prio int, dir, listen string, peers ...string) *clusterNode {
 	t.Helper()
@@ -72,7 +72,7 @@ func startClusterNode(t *testing.T, id string, prio int, dir, listen string, pee
 		t.Fatal(err)
 	}
 	h.el, n.lead.e, n.mgr, n.el = el, el, mgr, el
-	for _, g := range groups {
+	for _, g := range testGroups {
 		if err := el.AddGroup(g); err != nil {
 			t.Fatal(err)
 		}
@@ -123,53 +123,53 @@ func TestElectionOverRealConnections(t *testing.T) {
 	cAddr := "127.0.0.1:" + freePortString(t)
 	c := startClusterNode(t, "c", 9, dirs[2], cAddr, a.mgr.Addr(), b.mgr.Addr())
 	all := []*clusterNode{a, b, c}
-	for _, g := range groups {
+	for _, g := range testGroups {
 		eventually(t, "one leader for "+g, func() bool { l, ok := agreed(all, g); return ok && l == "c" })
 	}
 	// The highest-priority node dies: a and b elect among themselves.
 	c.stop()
 	survivors := []*clusterNode{a, b}
 	leaders := map[string]bool{}
-	for _, g := range groups {
+	for _, g := range testGroups {
 		eventually(t, "a new leader for "+g, func() bool { l, ok := agreed(survivors, g); return ok && l != "c" })
 		l, _ := agreed(survivors, g)
 		leaders[l] = true
 	}
 	if len(leaders) != 2 {
-		t.Logf("leadership of %d groups among equal priorities landed on %v", len(groups), leaders)
+		t.Logf("leadership of %d groups among equal priorities landed on %v", len(testGroups), leaders)
 	}
-	_, before, _ := a.el.Leader(groups[0])
+	_, before, _ := a.el.Leader(testGroups[0])
 	// c comes back with its persisted epochs and takes over through the
 	// hand-over (the old leaders drain first).
 	c = startClusterNode(t, "c", 9, dirs[2], cAddr, a.mgr.Addr(), b.mgr.Addr())
 	all = []*clusterNode{a, b, c}
-	for _, g := range groups {
+	for _, g := range testGroups {
 		eventually(t, "c leads "+g+" again", func() bool { l, ok := agreed(all, g); return ok && l == "c" })
 	}
-	_, after, _ := a.el.Leader(groups[0])
+	_, after, _ := a.el.Leader(testGroups[0])
 	if after.Compare(before) <= 0 {
 		t.Fatalf("epoch did not grow across the take-over: %v then %v", before, after)
 	}
 	// Fencing: an owner refuses the old leader's epoch.
 	fencedBefore := a.el.Stats().Fenced
-	if err := a.el.Fence(groups[0], before); err == nil {
+	if err := a.el.Fence(testGroups[0], before); err == nil {
 		t.Fatalf("stale epoch %v accepted after %v", before, after)
 	}
 	// The read-only view: every group's leader in one call, and counters
 	// that saw the elections, c's take-overs and the refusal above.
-	ls, st := a.el.Leaders(append([]string{"not a group"}, groups...))
-	if len(ls) != len(groups) {
-		t.Fatalf("leaders of %d groups, want %d: %+v", len(ls), len(groups), ls)
+	ls, st := a.el.Leaders(append([]string{"not a group"}, testGroups...))
+	if len(ls) != len(testGroups) {
+		t.Fatalf("leaders of %d testGroups, want %d: %+v", len(ls), len(testGroups), ls)
 	}
 	for i, l := range ls {
-		if l.Group != groups[i] || l.Leader != "c" || l.Epoch.Leader != "c" {
+		if l.Group != testGroups[i] || l.Leader != "c" || l.Epoch.Leader != "c" {
 			t.Errorf("leader %d: %+v", i, l)
 		}
 	}
 	if st.Fenced != fencedBefore+1 || st.Elections == 0 {
 		t.Errorf("stats of a: %+v (fenced before the stale epoch %d)", st, fencedBefore)
 	}
-	if cs := c.el.Stats(); cs.Leaderships < uint64(len(groups)) || cs.TakeOvers == 0 {
+	if cs := c.el.Stats(); cs.Leaderships < uint64(len(testGroups)) || cs.TakeOvers == 0 {
 		t.Errorf("stats of c after taking over: %+v", cs)
 	}
 }

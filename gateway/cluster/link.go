@@ -12,20 +12,20 @@ import (
 	"time"
 
 	"edgeq/discovery/election"
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
 
 // peerLink carries the queue groups' data path over the peer connections:
-// it is the registry's dispatch.Peers (requests to other nodes, with this
+// it is the registry's groups.Peers (requests to other nodes, with this
 // node's epoch as their leader) and serves the same requests from other
 // nodes (fenced by the elector) — positions, fetches, commits, forwarded
 // deliveries, relayed acknowledgements and member lists.
 type peerLink struct {
 	mgr     *Manager
 	elector *Elector
-	reg     *dispatch.Registry
+	reg     *groups.Registry
 	logger  *slog.Logger
 	// fetchWait is how long an owner holds a fetch with nothing new.
 	fetchWait time.Duration
@@ -41,8 +41,8 @@ type peerLink struct {
 	// Member lists to send: dirty groups go to every peer, new peers get
 	// every group. One goroutine sends, so a Join never waits for the network.
 	syncMu     sync.Mutex
-	dirty      map[dispatch.GroupKey]bool // bound: groups
-	newPeers   map[string]bool            // bound: MaxPeers
+	dirty      map[groups.GroupKey]bool // bound: groups
+	newPeers   map[string]bool          // bound: MaxPeers
 	syncWake   chan struct{}
 	bufs       sync.Pool
 	fencedReqs atomic.Uint64
@@ -71,30 +71,30 @@ const maxFetchAnswer = 256 << 10
 func newPeerLink(mgr *Manager, logger *slog.Logger) *peerLink {
 	return &peerLink{mgr: mgr, logger: logger, fetchWait: 5 * time.Second, requestSlack: 10 * time.Second,
 		leading: map[string]election.Epoch{}, pending: map[uint64]*request{}, serving: map[string]*peerServing{},
-		dirty: map[dispatch.GroupKey]bool{}, newPeers: map[string]bool{}, syncWake: make(chan struct{}, 1),
+		dirty: map[groups.GroupKey]bool{}, newPeers: map[string]bool{}, syncWake: make(chan struct{}, 1),
 		bufs: sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}}
 }
 
-var _ dispatch.Peers = (*peerLink)(nil)
+var _ groups.Peers = (*peerLink)(nil)
 
 // groupKey parses an election group name (GroupKey.String: filter, space, queue).
-func groupKey(name string) dispatch.GroupKey {
+func groupKey(name string) groups.GroupKey {
 	f, q, _ := strings.Cut(name, " ")
-	return dispatch.GroupKey{Filter: f, Queue: q}
+	return groups.GroupKey{Filter: f, Queue: q}
 }
 
-func wireGroup(k dispatch.GroupKey) GroupName {
+func wireGroup(k groups.GroupKey) GroupName {
 	return GroupName{Filter: k.Filter, Queue: k.Queue}
 }
 
-func keyOf(g GroupName) dispatch.GroupKey {
-	return dispatch.GroupKey{Filter: g.Filter, Queue: g.Queue}
+func keyOf(g GroupName) groups.GroupKey {
+	return groups.GroupKey{Filter: g.Filter, Queue: g.Queue}
 }
 
 // errNotLeading: a request for a group this node no longer delivers.
 var errNotLeading = errors.New("cluster: this node does not lead the group")
 
-func (p *peerLink) epoch(key dispatch.GroupKey) (election.Epoch, error) {
+func (p *peerLink) epoch(key groups.GroupKey) (election.Epoch, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.leading[key.String()]
@@ -133,8 +133,8 @@ func (p *peerLink) request(ctx context.Context, node string, id uint64, t Type, 
 	}
 }
 
-// Position implements dispatch.Peers.
-func (p *peerLink) Position(ctx context.Context, node string, key dispatch.GroupKey, deliverAll bool) ([]uint64, error) {
+// Position implements groups.Peers.
+func (p *peerLink) Position(ctx context.Context, node string, key groups.GroupKey, deliverAll bool) ([]uint64, error) {
 	ep, err := p.epoch(key)
 	if err != nil {
 		return nil, err
@@ -155,35 +155,35 @@ func (p *peerLink) Position(ctx context.Context, node string, key dispatch.Group
 	return resp.Next, nil
 }
 
-// Fetch implements dispatch.Peers.
-func (p *peerLink) Fetch(ctx context.Context, node string, key dispatch.GroupKey, f dispatch.RemoteFetch) (dispatch.RemoteBatch, error) {
+// Fetch implements groups.Peers.
+func (p *peerLink) Fetch(ctx context.Context, node string, key groups.GroupKey, f groups.RemoteFetch) (groups.RemoteBatch, error) {
 	ep, err := p.epoch(key)
 	if err != nil {
-		return dispatch.RemoteBatch{}, err
+		return groups.RemoteBatch{}, err
 	}
 	id := p.nextID.Add(1)
 	body := AppendFetchReq(nil, &FetchReq{ID: id, Group: wireGroup(key), Epoch: ep, Partition: f.Partition,
 		From: f.From, MaxMsgs: f.MaxMsgs, MaxBytes: f.MaxBytes, WaitMillis: int(p.fetchWait / time.Millisecond)})
 	ans, err := p.request(ctx, node, id, TypeFetch, body, p.fetchWait+p.requestSlack)
 	if err != nil {
-		return dispatch.RemoteBatch{}, err
+		return groups.RemoteBatch{}, err
 	}
 	resp, err := DecodeFetchResp(ans) // ans is a copy: the records may alias it
 	if err != nil {
-		return dispatch.RemoteBatch{}, err
+		return groups.RemoteBatch{}, err
 	}
 	if resp.Err != "" {
-		return dispatch.RemoteBatch{}, fmt.Errorf("cluster: fetch at %s: %s", node, resp.Err)
+		return groups.RemoteBatch{}, fmt.Errorf("cluster: fetch at %s: %s", node, resp.Err)
 	}
-	b := dispatch.RemoteBatch{Next: resp.Next, Durable: resp.Durable, Records: make([]dispatch.RemoteRecord, len(resp.Records))}
+	b := groups.RemoteBatch{Next: resp.Next, Durable: resp.Durable, Records: make([]groups.RemoteRecord, len(resp.Records))}
 	for i, r := range resp.Records {
-		b.Records[i] = dispatch.RemoteRecord{Offset: r.Offset, Raw: r.Raw}
+		b.Records[i] = groups.RemoteRecord{Offset: r.Offset, Raw: r.Raw}
 	}
 	return b, nil
 }
 
-// Commit implements dispatch.Peers.
-func (p *peerLink) Commit(ctx context.Context, node string, key dispatch.GroupKey, offsets []dispatch.PartitionOffset, sync bool) error {
+// Commit implements groups.Peers.
+func (p *peerLink) Commit(ctx context.Context, node string, key groups.GroupKey, offsets []groups.PartitionOffset, sync bool) error {
 	ep, err := p.epoch(key)
 	if err != nil {
 		return err
@@ -207,16 +207,16 @@ func (p *peerLink) Commit(ctx context.Context, node string, key dispatch.GroupKe
 	return nil
 }
 
-// Forward implements dispatch.Peers: queued on the peer connection, never
+// Forward implements groups.Peers: queued on the peer connection, never
 // waiting (a full queue closes the connection, see Manager.Send).
-func (p *peerLink) Forward(node string, key dispatch.GroupKey, member queue.MemberID, d *dispatch.Delivery) bool {
+func (p *peerLink) Forward(node string, key groups.GroupKey, member queue.MemberID, d *groups.Delivery) bool {
 	m := forwardOf(key, d)
 	m.Member = string(member)
 	return p.sendPooled(node, &m)
 }
 
 // forwardOf is the FORWARD message of d (without member or reason).
-func forwardOf(key dispatch.GroupKey, d *dispatch.Delivery) Forward {
+func forwardOf(key groups.GroupKey, d *groups.Delivery) Forward {
 	return Forward{Group: wireGroup(key), Instance: uint64(d.Ack.Group), CorePartition: uint64(d.Ack.Partition),
 		Node: d.Node, Partition: uint64(d.Partition), Offset: d.Offset, Deliveries: uint64(d.Deliveries), Record: d.Raw}
 }
@@ -231,8 +231,8 @@ func (p *peerLink) sendPooled(node string, m *Forward) bool {
 	return err == nil
 }
 
-// RelayAck implements dispatch.Peers.
-func (p *peerLink) RelayAck(node string, a dispatch.Ack) bool {
+// RelayAck implements groups.Peers.
+func (p *peerLink) RelayAck(node string, a groups.Ack) bool {
 	h := a.Handle
 	body := AppendAckRelay(nil, &AckRelay{Instance: uint64(h.Group), Member: string(h.Member),
 		CorePartition: uint64(h.Partition), Offset: h.Offset, Deliveries: uint64(h.Deliveries),
@@ -240,9 +240,9 @@ func (p *peerLink) RelayAck(node string, a dispatch.Ack) bool {
 	return p.mgr.Send(node, TypeAck, body) == nil
 }
 
-// DeadLetterAll implements dispatch.Peers: a dead letter for every peer's
+// DeadLetterAll implements groups.Peers: a dead letter for every peer's
 // subscribers.
-func (p *peerLink) DeadLetterAll(key dispatch.GroupKey, d *dispatch.Delivery, reason string) {
+func (p *peerLink) DeadLetterAll(key groups.GroupKey, d *groups.Delivery, reason string) {
 	m := forwardOf(key, d)
 	m.Reason = reason
 	body := AppendForward(nil, &m)
@@ -251,8 +251,8 @@ func (p *peerLink) DeadLetterAll(key dispatch.GroupKey, d *dispatch.Delivery, re
 	}
 }
 
-// MembersChanged implements dispatch.Peers.
-func (p *peerLink) MembersChanged(key dispatch.GroupKey) {
+// MembersChanged implements groups.Peers.
+func (p *peerLink) MembersChanged(key groups.GroupKey) {
 	p.syncMu.Lock()
 	p.dirty[key] = true // keys are groups the registry holds: bound by max_groups
 	p.syncMu.Unlock()
@@ -277,7 +277,7 @@ func (p *peerLink) runSync(ctx context.Context) {
 		}
 		p.syncMu.Lock()
 		dirty, fresh := p.dirty, p.newPeers
-		p.dirty, p.newPeers = map[dispatch.GroupKey]bool{}, map[string]bool{}
+		p.dirty, p.newPeers = map[groups.GroupKey]bool{}, map[string]bool{}
 		p.syncMu.Unlock()
 		peers := p.mgr.Peers()
 		if len(fresh) > 0 {
@@ -415,11 +415,11 @@ func (p *peerLink) Frame(node string, f Frame) {
 			p.bad(node, f.Type, err)
 			return
 		}
-		d := dispatch.Delivery{Record: &rec, Raw: m.Record, Node: m.Node, Partition: int(m.Partition), Offset: m.Offset,
-			Deliveries: int(m.Deliveries), Ack: dispatch.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
+		d := groups.Delivery{Record: &rec, Raw: m.Record, Node: m.Node, Partition: int(m.Partition), Offset: m.Offset,
+			Deliveries: int(m.Deliveries), Ack: groups.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
 				Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}}
 		if m.Member == "" {
-			d.Ack = dispatch.AckHandle{}
+			d.Ack = groups.AckHandle{}
 			p.reg.DeadLettered(keyOf(m.Group), &d, m.Reason)
 			return
 		}
@@ -430,8 +430,8 @@ func (p *peerLink) Frame(node string, f Frame) {
 			p.bad(node, f.Type, err)
 			return
 		}
-		_ = p.reg.RelayedAck(dispatch.Ack{Kind: dispatch.AckKind(m.Kind), Delay: time.Duration(m.Delay),
-			Handle: dispatch.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
+		_ = p.reg.RelayedAck(groups.Ack{Kind: groups.AckKind(m.Kind), Delay: time.Duration(m.Delay),
+			Handle: groups.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
 				Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}})
 	case TypeMembers:
 		m, err := DecodeMembers(f.Body)
@@ -439,9 +439,9 @@ func (p *peerLink) Frame(node string, f Frame) {
 			p.bad(node, f.Type, err)
 			return
 		}
-		ms := make([]dispatch.RemoteMember, len(m.Members))
+		ms := make([]groups.RemoteMember, len(m.Members))
 		for i, x := range m.Members {
-			ms[i] = dispatch.RemoteMember{ID: queue.MemberID(x.ID), Credit: x.Credit}
+			ms[i] = groups.RemoteMember{ID: queue.MemberID(x.ID), Credit: x.Credit}
 		}
 		key := keyOf(m.Group)
 		if err := p.reg.RemoteMembers(node, key, m.DeliverAll, m.Declared, ms); err != nil {
@@ -564,9 +564,9 @@ func (p *peerLink) serveCommit(node string, m CommitReq) {
 	if err := p.fence(m.Group, m.Epoch); err != nil {
 		resp.Err = err.Error()
 	} else {
-		offs := make([]dispatch.PartitionOffset, len(m.Offsets))
+		offs := make([]groups.PartitionOffset, len(m.Offsets))
 		for i, o := range m.Offsets {
-			offs[i] = dispatch.PartitionOffset{Partition: o.Partition, Offset: o.Offset}
+			offs[i] = groups.PartitionOffset{Partition: o.Partition, Offset: o.Offset}
 		}
 		if err := p.reg.ServeCommit(keyOf(m.Group), offs, m.Sync); err != nil {
 			resp.Err = err.Error()

@@ -16,7 +16,7 @@ import (
 	"edgeq/discovery/election"
 	"edgeq/discovery/mdns"
 	"edgeq/gateway/config"
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 )
 
 // Node joins this node to its cluster: peer connections, leader election
@@ -132,15 +132,15 @@ func (h *clusterHandler) Frame(n string, f Frame) {
 }
 
 // Attach gives the data path the node's registry.
-func (c *Node) Attach(reg *dispatch.Registry) {
+func (c *Node) Attach(reg *groups.Registry) {
 	c.link.reg = reg
 }
 
 // Peers is what the node's registry uses to reach the other nodes.
-func (c *Node) Peers() dispatch.Peers { return c.link }
+func (c *Node) Peers() groups.Peers { return c.link }
 
 // AddGroup elects a leader for a queue group (after the startup grace).
-func (c *Node) AddGroup(key dispatch.GroupKey) {
+func (c *Node) AddGroup(key groups.GroupKey) {
 	c.gmu.Lock()
 	if !c.electing {
 		if !slices.Contains(c.waiting, key.String()) {
@@ -275,12 +275,12 @@ func (c *Node) Stop() {
 // peer connections and the manager's counters, the leaders of groups and
 // the election's counters (under one hold of the elector's lock), and which
 // groups this node leads.
-func (c *Node) Snapshot(groups []dispatch.GroupStats) *Stats {
+func (c *Node) Snapshot(gs []groups.GroupStats) *Stats {
 	cs := &Stats{Name: c.cfg.Name, Listen: c.mgr.Addr(), Peers: c.mgr.Peers(),
 		Unreachable: c.mgr.Unreachable(), Manager: c.mgr.Counters(), FencedRequests: c.link.fencedReqs.Load(),
-		Leaders: make(map[dispatch.GroupKey]Leader, len(groups))}
-	names := make([]string, len(groups))
-	for i, g := range groups {
+		Leaders: make(map[groups.GroupKey]Leader, len(gs))}
+	names := make([]string, len(gs))
+	for i, g := range gs {
 		names[i] = g.Key.String()
 	}
 	var leaders []GroupLeader
@@ -312,7 +312,7 @@ type Stats struct {
 	FencedRequests uint64
 	// Leaders are the elected leaders of Groups (a group without one is
 	// being elected).
-	Leaders map[dispatch.GroupKey]Leader
+	Leaders map[groups.GroupKey]Leader
 }
 
 // Leader is a queue group's elected leader.

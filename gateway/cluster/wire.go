@@ -133,7 +133,7 @@ type Forward struct {
 
 // AckRelay is a worker's acknowledgement taken on the member's node, for the
 // leader that made the delivery: its ack handle, the kind (the relaying
-// node's dispatch.AckKind) and a nak's delay in nanoseconds.
+// node's groups.AckKind) and a nak's delay in nanoseconds.
 type AckRelay struct {
 	Instance      uint64
 	Member        string

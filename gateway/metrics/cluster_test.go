@@ -13,7 +13,7 @@ import (
 
 	"edgeq/discovery/election"
 	"edgeq/gateway/cluster"
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/metrics/lint"
 )
 
@@ -149,36 +149,36 @@ func TestRenderClusterValues(t *testing.T) {
 // is unique, and the cluster adds exactly 10 series per connected peer, one
 // per down node, and 4 plus one per node with members for each group.
 func TestRenderClusterBounded(t *testing.T) {
-	const peers, groups = 64, 64
+	const peers, ngroups = 64, 64
 	series := func(s *Snapshot) (int, int) { b := render(s); return mustLint(t, b).Series, len(b) }
 	empty, _ := series(&Snapshot{})
 	fixed, _ := series(&Snapshot{Cluster: &cluster.Stats{Name: "plant"}})
 	fixed -= empty
-	s := clusterLimits(peers, groups)
+	s := clusterLimits(peers, ngroups)
 	all, size := series(s)
 	standalone := *s
 	standalone.Cluster = nil
 	without, _ := series(&standalone)
-	want := fixed + 10*peers + peers + groups*(4+peers+1)
+	want := fixed + 10*peers + peers + ngroups*(4+peers+1)
 	if added := all - without; added != want {
 		t.Errorf("the cluster adds %d series at the limits, want %d", added, want)
 	}
 	t.Logf("cluster series at %d peers (+%d down) and %d groups: %d of the page's %d (%d bytes); %d with nothing in the cluster",
-		peers, peers, groups, all-without, all, size, fixed)
+		peers, peers, ngroups, all-without, all, size, fixed)
 }
 
 // clusterLimits is node gw-000 with peers connected peers, as many down,
 // and groups groups with a member on every node.
-func clusterLimits(peers, groups int) *Snapshot {
+func clusterLimits(peers, ngroups int) *Snapshot {
 	s := &Snapshot{Node: "gw-000", Time: time.Unix(1_700_003_600, 0), Cluster: &cluster.Stats{
-		Name: "plant", Leaders: map[dispatch.GroupKey]cluster.Leader{}}}
+		Name: "plant", Leaders: map[groups.GroupKey]cluster.Leader{}}}
 	for i := range peers {
 		node := fmt.Sprintf("gw-%03d", i+1)
 		s.Cluster.Peers = append(s.Cluster.Peers, cluster.PeerStatus{Node: node, Since: s.Time, LastSeen: s.Time})
 		s.Cluster.Unreachable = append(s.Cluster.Unreachable, cluster.AddrStatus{Addr: fmt.Sprintf("10.1.0.%d:7420", i), Node: fmt.Sprintf("gone-%03d", i)})
 	}
-	for g := range groups {
-		gs := dispatch.GroupStats{Key: dispatch.GroupKey{Filter: "telemetry.>", Queue: fmt.Sprintf("q%02d", g)}, Members: map[string]int{"gw-000": 1}}
+	for g := range ngroups {
+		gs := groups.GroupStats{Key: groups.GroupKey{Filter: "telemetry.>", Queue: fmt.Sprintf("q%02d", g)}, Members: map[string]int{"gw-000": 1}}
 		for _, p := range s.Cluster.Peers {
 			gs.Members[p.Node] = 1
 		}

@@ -14,7 +14,7 @@ import (
 	"edgeq/discovery/election"
 	"edgeq/gateway/cluster"
 	"edgeq/gateway/devicemetrics"
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
 	"edgeq/gateway/metrics/lint"
 	"edgeq/gateway/queue"
@@ -74,7 +74,7 @@ func missingRootSamples(t testing.TB) []devicemetrics.Sample {
 // latencySnapshot is a hist.Snapshot with the dispatch bounds and counts
 // in every bucket.
 func latencySnapshot(scale uint64) hist.Snapshot {
-	s := hist.Snapshot{Bounds: dispatch.LatencyBounds, Counts: make([]uint64, len(dispatch.LatencyBounds)+1)}
+	s := hist.Snapshot{Bounds: groups.LatencyBounds, Counts: make([]uint64, len(groups.LatencyBounds)+1)}
 	for i := range s.Counts {
 		s.Counts[i] = scale * uint64(i%4)
 		s.Sum += time.Duration(s.Counts[i]) * time.Millisecond
@@ -85,7 +85,7 @@ func latencySnapshot(scale uint64) hist.Snapshot {
 // richSnapshot has every part filled: partitions (the last two hot), groups
 // with per-partition windows, top devices, bridges with reasons, and the
 // fixture device samples.
-func richSnapshot(t testing.TB, partitions, groups int) *Snapshot {
+func richSnapshot(t testing.TB, partitions, ngroups int) *Snapshot {
 	t.Helper()
 	s := &Snapshot{
 		Node: "gw-1", Version: "v1.2.3", Ready: true,
@@ -94,8 +94,8 @@ func richSnapshot(t testing.TB, partitions, groups int) *Snapshot {
 			Rejected: map[string]uint64{"bad_device_id": 3, "too_large": 1, "too_many_devices": 0, "full": 7, "closed": 0}},
 		Sources:  []Source{{"http", 10, 1000, 1}, {"mqtt:plant", 500, 40_000, 0}, {"nats", 90_000, 9_000_000, 2}},
 		Hot:      HotStats{Enabled: true, Tracked: 10_000, Isolated: 1, Moves: 3, MoveErrors: 1},
-		Dispatch: dispatch.Counters{RefusedDeliveries: 1, BadAcks: 2, StaleAcks: 3},
-		Tail:     dispatch.TailStats{Subscribers: 2, Delivered: 40, Dropped: 4},
+		Dispatch: groups.Counters{RefusedDeliveries: 1, BadAcks: 2, StaleAcks: 3},
+		Tail:     groups.TailStats{Subscribers: 2, Delivered: 40, Dropped: 4},
 		NATS: NATSStats{Connections: 12, TotalConnections: 40, Refused: 1, AuthFailures: 2, ProtocolErrors: 3,
 			InMsgs: 90_100, InBytes: 9_001_000, OutMsgs: 180_000, OutBytes: 20_000_000,
 			IngestErrors: 9, BadDevice: 5, BadAcks: 2, SlowConsumers: 1, WriteTimeouts: 2, Stale: 3, ForeignAcks: 1,
@@ -111,9 +111,9 @@ func richSnapshot(t testing.TB, partitions, groups int) *Snapshot {
 				Counts: []uint64{200, 90, 9, 1}, Sum: 900 * time.Millisecond},
 		})
 	}
-	for g := range groups {
-		gs := dispatch.GroupStats{
-			Key:      dispatch.GroupKey{Filter: "telemetry.>", Queue: fmt.Sprintf("workers-%02d", g)},
+	for g := range ngroups {
+		gs := groups.GroupStats{
+			Key:      groups.GroupKey{Filter: "telemetry.>", Queue: fmt.Sprintf("workers-%02d", g)},
 			Declared: g%2 == 0,
 			Core: queue.Stats{Members: 3, ActiveMembers: 2, InFlight: 7, Pending: 20, ActiveDevices: 9,
 				Fetched: 5000, Delivered: 4800, Redeliveries: 12, Acked: 4700, Naks: 4, Terms: 1, Timeouts: 6, DeadLetters: 2},
@@ -177,12 +177,12 @@ func clusterSnapshot(t testing.TB, partitions int) *Snapshot {
 	lead := &s.Groups[0]
 	lead.Leading, lead.Forwards = true, 1200
 	lead.Members = map[string]int{"gw-a": 2, "gw-b": 1}
-	lead.Partitions = map[int]dispatch.PartitionRef{}
+	lead.Partitions = map[int]groups.PartitionRef{}
 	for p := range partitions {
-		lead.Partitions[p] = dispatch.PartitionRef{Node: "gw-b", Partition: p}
+		lead.Partitions[p] = groups.PartitionRef{Node: "gw-b", Partition: p}
 	}
 	for p := range 2 {
-		lead.Partitions[2048+p] = dispatch.PartitionRef{Node: "gw-a", Partition: p, Durable: uint64(500 + p)}
+		lead.Partitions[2048+p] = groups.PartitionRef{Node: "gw-a", Partition: p, Durable: uint64(500 + p)}
 		lead.Core.Partitions = append(lead.Core.Partitions, queue.PartitionStats{Partition: 2048 + p, Committed: 490, Next: 495, Span: 5})
 	}
 	for i := 1; i < 3; i++ {
@@ -210,7 +210,7 @@ func clusterSnapshot(t testing.TB, partitions int) *Snapshot {
 		Election: election.Stats{Elections: 9, Leaderships: 6, TakeOvers: 2, HandOverTimeouts: 1,
 			HandOvers: 3, DrainTimeouts: 0, Deposed: 2, Stale: 8, Fenced: 5},
 		FencedRequests: 6,
-		Leaders: map[dispatch.GroupKey]cluster.Leader{
+		Leaders: map[groups.GroupKey]cluster.Leader{
 			s.Groups[0].Key: {Node: "gw-b", Epoch: election.Epoch{N: 7, Leader: "gw-b"}, Self: true},
 			s.Groups[1].Key: {Node: "gw-c", Epoch: election.Epoch{N: 4, Leader: "gw-c"}},
 		},

@@ -10,7 +10,7 @@ import (
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/gateway/devicemetrics"
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/wal"
 )
 
@@ -169,27 +169,27 @@ func renderGroups(e *enc, s *Snapshot) {
 	if len(s.Groups) > 0 {
 		per := []struct {
 			name, typ string
-			v         func(*dispatch.GroupStats) uint64
+			v         func(*groups.GroupStats) uint64
 		}{
-			{"edgeq_group_declared", gauge, func(g *dispatch.GroupStats) uint64 { return boolValue(g.Declared) }},
-			{"edgeq_group_members", gauge, func(g *dispatch.GroupStats) uint64 { return uint64(max(g.Core.Members, 0)) }},
-			{"edgeq_group_active_members", gauge, func(g *dispatch.GroupStats) uint64 { return uint64(max(g.Core.ActiveMembers, 0)) }},
-			{"edgeq_group_in_flight", gauge, func(g *dispatch.GroupStats) uint64 { return uint64(max(g.Core.InFlight, 0)) }},
-			{"edgeq_group_pending", gauge, func(g *dispatch.GroupStats) uint64 { return uint64(max(g.Core.Pending, 0)) }},
-			{"edgeq_group_active_devices", gauge, func(g *dispatch.GroupStats) uint64 { return uint64(max(g.Core.ActiveDevices, 0)) }},
-			{"edgeq_group_fetched_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Fetched }},
-			{"edgeq_group_lost_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Lost }},
-			{"edgeq_group_filtered_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Filtered }},
-			{"edgeq_group_delivered_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Delivered }},
-			{"edgeq_group_redeliveries_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Redeliveries }},
-			{"edgeq_group_acked_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Acked }},
-			{"edgeq_group_naks_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Naks }},
-			{"edgeq_group_terms_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Terms }},
-			{"edgeq_group_in_progress_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.InProgress }},
-			{"edgeq_group_ack_timeouts_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.Timeouts }},
-			{"edgeq_group_leave_requeues_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.LeaveRequeue }},
-			{"edgeq_group_dead_letters_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.DeadLetters }},
-			{"edgeq_group_stale_acks_total", counter, func(g *dispatch.GroupStats) uint64 { return g.Core.StaleAcks }},
+			{"edgeq_group_declared", gauge, func(g *groups.GroupStats) uint64 { return boolValue(g.Declared) }},
+			{"edgeq_group_members", gauge, func(g *groups.GroupStats) uint64 { return uint64(max(g.Core.Members, 0)) }},
+			{"edgeq_group_active_members", gauge, func(g *groups.GroupStats) uint64 { return uint64(max(g.Core.ActiveMembers, 0)) }},
+			{"edgeq_group_in_flight", gauge, func(g *groups.GroupStats) uint64 { return uint64(max(g.Core.InFlight, 0)) }},
+			{"edgeq_group_pending", gauge, func(g *groups.GroupStats) uint64 { return uint64(max(g.Core.Pending, 0)) }},
+			{"edgeq_group_active_devices", gauge, func(g *groups.GroupStats) uint64 { return uint64(max(g.Core.ActiveDevices, 0)) }},
+			{"edgeq_group_fetched_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.Fetched }},
+			{"edgeq_group_lost_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.Lost }},
+			{"edgeq_group_filtered_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.Filtered }},
+			{"edgeq_group_delivered_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.Delivered }},
+			{"edgeq_group_redeliveries_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.Redeliveries }},
+			{"edgeq_group_acked_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.Acked }},
+			{"edgeq_group_naks_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.Naks }},
+			{"edgeq_group_terms_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.Terms }},
+			{"edgeq_group_in_progress_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.InProgress }},
+			{"edgeq_group_ack_timeouts_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.Timeouts }},
+			{"edgeq_group_leave_requeues_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.LeaveRequeue }},
+			{"edgeq_group_dead_letters_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.DeadLetters }},
+			{"edgeq_group_stale_acks_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.StaleAcks }},
 		}
 		for _, f := range per {
 			e.family(f.name, f.typ)

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"edgeq/gateway/cluster"
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/metrics/lint"
 	"edgeq/internal/hist"
 )
@@ -49,7 +49,7 @@ func TestDeviceExpositionGolden(t *testing.T) {
 // snapshot are byte-identical.
 func TestRenderLints(t *testing.T) {
 	odd := richSnapshot(t, 2, 1)
-	odd.Groups[0].Key = dispatch.GroupKey{Filter: `telemetry."quoted"\path`, Queue: "line\nbreak"}
+	odd.Groups[0].Key = groups.GroupKey{Filter: `telemetry."quoted"\path`, Queue: "line\nbreak"}
 	odd.Sources[0].Name = `we"ird\`
 	odd.Groups[0].Latency = hist.Snapshot{} // a group whose histogram was never snapshotted
 	tests := []struct {

@@ -8,7 +8,7 @@ import (
 	"edgeq/bridge/serial"
 	"edgeq/gateway/cluster"
 	"edgeq/gateway/devicemetrics"
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
 	"edgeq/wal"
 )
@@ -30,9 +30,9 @@ type Snapshot struct {
 	// top-N), highest first.
 	TopDevices []hot.DeviceRate
 
-	Groups   []dispatch.GroupStats // sorted by key
-	Dispatch dispatch.Counters
-	Tail     dispatch.TailStats
+	Groups   []groups.GroupStats // sorted by key
+	Dispatch groups.Counters
+	Tail     groups.TailStats
 	NATS     NATSStats
 
 	Serial []serial.Status
@@ -104,7 +104,7 @@ func (s *Snapshot) PartitionLag(p int, committed uint64) uint64 {
 // GroupPartition names partition p of group g ("3" for this node's, "gw-b/3"
 // for a peer's in a cluster) and tells its lag: for a peer's partition the
 // owner's durable offset as the leader last heard it.
-func (s *Snapshot) GroupPartition(g *dispatch.GroupStats, p int, committed uint64) (name string, lag uint64) {
+func (s *Snapshot) GroupPartition(g *groups.GroupStats, p int, committed uint64) (name string, lag uint64) {
 	ref, remote := g.Partitions[p]
 	if !remote || ref.Node == s.Node {
 		local := p

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/natsproto"
 	"edgeq/gateway/queue"
 )
@@ -46,9 +46,9 @@ type sub struct {
 	filter string
 	queue  string
 
-	group       dispatch.GroupKey // set for queue-group members
-	member      queue.MemberID    // the connection's name for it
-	groupMember queue.MemberID    // its ID in the group (deliveries' AckHandle.Member)
+	group       groups.GroupKey // set for queue-group members
+	member      queue.MemberID  // the connection's name for it
+	groupMember queue.MemberID  // its ID in the group (deliveries' AckHandle.Member)
 	isMem       bool
 	untail      func() // live-tail cancel, nil when not tailing
 
@@ -178,7 +178,7 @@ func (c *conn) sendMsg(sb *sub, subject, reply string, header, payload []byte) b
 // output buffer: the subject <prefix>.<device>, the ack subject of its
 // handle, and the Edgeq-* header block, built in the connection's scratch
 // buffers (no allocation per message).
-func (c *conn) sendDelivery(sb *sub, d *dispatch.Delivery) bool {
+func (c *conn) sendDelivery(sb *sub, d *groups.Delivery) bool {
 	rec := d.Record
 	c.mu.Lock()
 	c.subjBuf = append(append(append(c.subjBuf[:0], c.s.cfg.TelemetryPrefix...), '.'), rec.Device...)

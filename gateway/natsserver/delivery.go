@@ -9,7 +9,7 @@ import (
 	"time"
 	"unsafe"
 
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/natsproto"
 	"edgeq/wal"
 )
@@ -39,7 +39,7 @@ const (
 
 // appendDeliveryHeader writes the header block of d. Extra fields (dead
 // letters) come after edgeq's and before the record's own headers.
-func appendDeliveryHeader(h []byte, d *dispatch.Delivery, extra ...wal.Header) []byte {
+func appendDeliveryHeader(h []byte, d *groups.Delivery, extra ...wal.Header) []byte {
 	rec := d.Record
 	h, _ = natsproto.AppendHeaderStart(h, 0, "")
 	h = appendField(h, HeaderDevice, rec.Device)
@@ -75,7 +75,7 @@ func appendField(h []byte, k, v string) []byte {
 
 // appendAckSubject writes the reply subject of a delivery:
 // $EQ.ACK.<group instance>.<member>.<partition>.<offset>.<deliveries>
-func appendAckSubject(dst []byte, h dispatch.AckHandle) []byte {
+func appendAckSubject(dst []byte, h groups.AckHandle) []byte {
 	dst = append(dst, AckPrefix...)
 	dst = strconv.AppendInt(dst, int64(h.Group), 10)
 	dst = append(dst, '.')
@@ -89,12 +89,12 @@ func appendAckSubject(dst []byte, h dispatch.AckHandle) []byte {
 }
 
 // errBadAck: an ack subject or payload edgeq did not issue.
-var errBadAck = dispatch.ErrBadAck
+var errBadAck = groups.ErrBadAck
 
 // parseAckSubject reads what appendAckSubject wrote. The member ID is
 // returned as a slice of subject: no allocation.
-func parseAckSubject(subject []byte) (dispatch.AckHandle, []byte, error) {
-	var h dispatch.AckHandle
+func parseAckSubject(subject []byte) (groups.AckHandle, []byte, error) {
+	var h groups.AckHandle
 	rest, ok := bytes.CutPrefix(subject, []byte(AckPrefix))
 	if !ok {
 		return h, nil, fmt.Errorf("%w: subject %q", errBadAck, subject)
@@ -118,7 +118,7 @@ func parseAckSubject(subject []byte) (dispatch.AckHandle, []byte, error) {
 	if !ok1 || !ok2 || !ok3 || !ok4 || off == 0 || deliveries < 1 {
 		return h, nil, fmt.Errorf("%w: subject %q", errBadAck, subject)
 	}
-	h = dispatch.AckHandle{Group: gid, Partition: part, Offset: off, Deliveries: deliveries}
+	h = groups.AckHandle{Group: gid, Partition: part, Offset: off, Deliveries: deliveries}
 	return h, f[1], nil
 }
 
@@ -149,19 +149,19 @@ func atoi(b []byte) (int, bool) {
 // with an optional delay (`-NAK {"delay": 5000000000}` as nats.go's
 // NakWithDelay sends, or a duration string `-NAK 5s`), +WPI in progress, +TERM
 // term (an optional reason after it is ignored). +NXT acks.
-func ParseAckPayload(p []byte) (dispatch.AckKind, time.Duration, error) {
+func ParseAckPayload(p []byte) (groups.AckKind, time.Duration, error) {
 	p = bytes.TrimSpace(p)
 	switch {
 	case len(p) == 0, bytes.Equal(p, []byte("+ACK")), bytes.HasPrefix(p, []byte("+NXT")):
-		return dispatch.AckDone, 0, nil
+		return groups.AckDone, 0, nil
 	case bytes.Equal(p, []byte("+WPI")):
-		return dispatch.AckInProgress, 0, nil
+		return groups.AckInProgress, 0, nil
 	case bytes.HasPrefix(p, []byte("+TERM")):
-		return dispatch.AckTerm, 0, nil
+		return groups.AckTerm, 0, nil
 	case bytes.HasPrefix(p, []byte("-NAK")):
 		arg := bytes.TrimSpace(p[4:])
 		if len(arg) == 0 {
-			return dispatch.AckNak, 0, nil
+			return groups.AckNak, 0, nil
 		}
 		if arg[0] == '{' {
 			var v struct {
@@ -170,13 +170,13 @@ func ParseAckPayload(p []byte) (dispatch.AckKind, time.Duration, error) {
 			if err := json.Unmarshal(arg, &v); err != nil || v.Delay < 0 {
 				return 0, 0, fmt.Errorf("%w: nak delay %q", errBadAck, arg)
 			}
-			return dispatch.AckNak, time.Duration(v.Delay), nil
+			return groups.AckNak, time.Duration(v.Delay), nil
 		}
 		d, err := time.ParseDuration(string(arg))
 		if err != nil || d < 0 {
 			return 0, 0, fmt.Errorf("%w: nak delay %q", errBadAck, arg)
 		}
-		return dispatch.AckNak, d, nil
+		return groups.AckNak, d, nil
 	}
 	return 0, 0, fmt.Errorf("%w: payload %q", errBadAck, p)
 }
@@ -206,21 +206,21 @@ func (c *conn) handleAck(subject, payload []byte) error {
 		return errNotYourAck
 	}
 	h.Member = sb.groupMember
-	return c.s.queues.Ack(dispatch.Ack{Handle: h, Kind: kind, Delay: delay})
+	return c.s.queues.Ack(groups.Ack{Handle: h, Kind: kind, Delay: delay})
 }
 
-// Deliver makes a subscription a dispatch.Member (queue groups, live tail):
+// Deliver makes a subscription a groups.Member (queue groups, live tail):
 // the delivery is encoded straight into the connection's output buffer.
-func (sb *sub) Deliver(d *dispatch.Delivery) bool {
+func (sb *sub) Deliver(d *groups.Delivery) bool {
 	return sb.c.sendDelivery(sb, d)
 }
 
-var _ dispatch.Member = (*sub)(nil)
+var _ groups.Member = (*sub)(nil)
 
 // PublishDeadLetter publishes a dead letter of queue on $EQ.DLQ.<queue> to
 // this node's subscribers, with the delivery's headers, the reason and the
 // group.
-func (s *Server) PublishDeadLetter(queueName string, d *dispatch.Delivery, reason string) {
+func (s *Server) PublishDeadLetter(queueName string, d *groups.Delivery, reason string) {
 	h := appendDeliveryHeader(nil, d, wal.Header{Key: HeaderReason, Value: reason}, wal.Header{Key: HeaderGroup, Value: queueName})
 	s.publishCore(nil, DLQPrefix+queueName, "", h, d.Record.Payload)
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/natsproto"
 	"edgeq/wal"
 )
@@ -84,9 +84,9 @@ func (c *conn) handleSub(op *natsproto.Op) {
 	}
 	sb := &sub{c: c, sid: sid, filter: filter, queue: string(op.Queue)}
 	prefix := c.s.cfg.TelemetryPrefix
-	if dispatch.IsTelemetryFilter(filter, prefix) {
+	if groups.IsTelemetryFilter(filter, prefix) {
 		if sb.queue != "" {
-			sb.group = dispatch.GroupKey{Filter: filter, Queue: sb.queue}
+			sb.group = groups.GroupKey{Filter: filter, Queue: sb.queue}
 			sb.member = c.nextMemberID()
 			gm, err := c.s.queues.Join(sb.group, sb.member, sb, -1)
 			if err != nil {

@@ -4,7 +4,7 @@
 // telemetry filter joins a queue group; a plain SUB there follows the live
 // tail; everything else behaves as core NATS (fan-out and random queue
 // groups, not stored). Framing lives in gateway/natsproto; delivery logic in
-// gateway/dispatch.
+// gateway/groups.
 package natsserver
 
 import (
@@ -20,7 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/natsproto"
 	"edgeq/wal"
 )
@@ -58,8 +58,8 @@ const maxRefusing = 64
 type Server struct {
 	cfg    Config
 	ingest Ingester
-	queues *dispatch.Registry
-	tail   *dispatch.Tail
+	queues *groups.Registry
+	tail   *groups.Tail
 	logger *slog.Logger
 
 	ln      net.Listener
@@ -95,7 +95,7 @@ type Stats struct {
 }
 
 // New returns a server; Start listens.
-func New(cfg Config, ingest Ingester, queues *dispatch.Registry, tail *dispatch.Tail, logger *slog.Logger) *Server {
+func New(cfg Config, ingest Ingester, queues *groups.Registry, tail *groups.Tail, logger *slog.Logger) *Server {
 	return &Server{
 		cfg: cfg, ingest: ingest, queues: queues, tail: tail,
 		logger:   logger.With("component", "nats"),

@@ -13,7 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"edgeq/gateway/dispatch"
+	"edgeq/gateway/groups"
 	"edgeq/gateway/natsproto"
 	"edgeq/gateway/queue"
 	"edgeq/wal"
@@ -26,7 +26,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 type rig struct {
 	s   *Server
 	log *wal.Log
-	reg *dispatch.Registry
+	reg *groups.Registry
 	url string
 }
 
@@ -43,9 +43,9 @@ func newRig(t *testing.T, mutate func(*Config)) *rig {
 	qc.Deliver = queue.DeliverAll
 	qc.AckWait = 500 * time.Millisecond
 	r := &rig{log: l}
-	r.reg = dispatch.NewRegistry(dispatch.Config{Node: "n1", TelemetryPrefix: "telemetry", Defaults: qc, GroupTTL: time.Hour, MaxGroups: 8,
-		DeadLetters: func(q string, d *dispatch.Delivery, reason string) { r.s.PublishDeadLetter(q, d, reason) }}, l, quiet())
-	tail := dispatch.NewTail(l, "telemetry", "n1", quiet())
+	r.reg = groups.NewRegistry(groups.Config{Node: "n1", TelemetryPrefix: "telemetry", Defaults: qc, GroupTTL: time.Hour, MaxGroups: 8,
+		DeadLetters: func(q string, d *groups.Delivery, reason string) { r.s.PublishDeadLetter(q, d, reason) }}, l, quiet())
+	tail := groups.NewTail(l, "telemetry", "n1", quiet())
 	cfg := Config{Listen: "127.0.0.1:0", TelemetryPrefix: "telemetry", MaxPayload: 1 << 20, MaxControlLine: 4096,
 		MaxConnections: 64, MaxSubscriptions: 64, MaxPending: 8 << 20, WriteDeadline: 2 * time.Second,
 		PingInterval: time.Minute, MaxPingsOut: 2, AuthTimeout: 2 * time.Second, NodeID: "n1", Version: "0.0.0-test"}
@@ -80,7 +80,7 @@ func (r *rig) connect(t *testing.T, opts ...nats.Option) *nats.Conn {
 	return nc
 }
 
-func (r *rig) group(t *testing.T) dispatch.GroupStats {
+func (r *rig) group(t *testing.T) groups.GroupStats {
 	t.Helper()
 	st := r.reg.Stats()
 	if len(st) != 1 {
@@ -101,7 +101,7 @@ func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
 }
 
 func TestAckSubjectRoundTrip(t *testing.T) {
-	h := dispatch.AckHandle{Group: 3, Member: "gw-a/7f3a/c7-2", Partition: 2051, Offset: 99, Deliveries: 2}
+	h := groups.AckHandle{Group: 3, Member: "gw-a/7f3a/c7-2", Partition: 2051, Offset: 99, Deliveries: 2}
 	subj := appendAckSubject(nil, h)
 	if string(subj) != "$EQ.ACK.3.gw-a/7f3a/c7-2.2051.99.2" {
 		t.Fatalf("subject %s", subj)
@@ -122,14 +122,14 @@ func TestAckSubjectRoundTrip(t *testing.T) {
 func TestParseAckPayload(t *testing.T) {
 	cases := []struct {
 		in    string
-		kind  dispatch.AckKind
+		kind  groups.AckKind
 		delay time.Duration
 		bad   bool
 	}{
-		{"", dispatch.AckDone, 0, false}, {"+ACK", dispatch.AckDone, 0, false}, {"+NXT 1", dispatch.AckDone, 0, false},
-		{"-NAK", dispatch.AckNak, 0, false}, {`-NAK {"delay": 5000000000}`, dispatch.AckNak, 5 * time.Second, false},
-		{"-NAK 250ms", dispatch.AckNak, 250 * time.Millisecond, false}, {"+WPI", dispatch.AckInProgress, 0, false},
-		{"+TERM", dispatch.AckTerm, 0, false}, {"+TERM bad data", dispatch.AckTerm, 0, false},
+		{"", groups.AckDone, 0, false}, {"+ACK", groups.AckDone, 0, false}, {"+NXT 1", groups.AckDone, 0, false},
+		{"-NAK", groups.AckNak, 0, false}, {`-NAK {"delay": 5000000000}`, groups.AckNak, 5 * time.Second, false},
+		{"-NAK 250ms", groups.AckNak, 250 * time.Millisecond, false}, {"+WPI", groups.AckInProgress, 0, false},
+		{"+TERM", groups.AckTerm, 0, false}, {"+TERM bad data", groups.AckTerm, 0, false},
 		{"-NAK soon", 0, 0, true}, {`-NAK {"delay": -1}`, 0, 0, true}, {"hello", 0, 0, true}, {"+EQGONE", 0, 0, true},
 	}
 	for _, c := range cases {
@@ -262,8 +262,8 @@ func BenchmarkSendDelivery(b *testing.B) {
 	c := &conn{s: s, opts: optsWithHeaders(), wake: make(chan struct{}, 1)}
 	sb := &sub{c: c, sid: "1"}
 	rec := wal.Record{Device: "sensor-0042", Seq: 812, Time: time.Now().UnixNano(), Source: "nats", Payload: make([]byte, 150)}
-	d := dispatch.Delivery{Record: &rec, Node: "gw-1", Partition: 3, Offset: 81234, Deliveries: 1,
-		Ack: dispatch.AckHandle{Group: 17, Member: "c4-1", Partition: 3, Offset: 81234, Deliveries: 1}}
+	d := groups.Delivery{Record: &rec, Node: "gw-1", Partition: 3, Offset: 81234, Deliveries: 1,
+		Ack: groups.AckHandle{Group: 17, Member: "c4-1", Partition: 3, Offset: 81234, Deliveries: 1}}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(rec.Payload)))
 	for i := 0; i < b.N; i++ {
@@ -280,7 +280,7 @@ func BenchmarkSendDelivery(b *testing.B) {
 // BenchmarkParseAck reads an ack subject and payload as handleAck does,
 // including the member lookup: no allocation per message.
 func BenchmarkParseAck(b *testing.B) {
-	subject := appendAckSubject(nil, dispatch.AckHandle{Group: 17, Member: "c4-1", Partition: 3, Offset: 81234, Deliveries: 1})
+	subject := appendAckSubject(nil, groups.AckHandle{Group: 17, Member: "c4-1", Partition: 3, Offset: 81234, Deliveries: 1})
 	members := map[string]*sub{"c4-1": {groupMember: "c4-1"}}
 	payload := []byte("+ACK")
 	b.ReportAllocs()
@@ -291,7 +291,7 @@ func BenchmarkParseAck(b *testing.B) {
 		}
 		kind, _, err := ParseAckPayload(payload)
 		sb := members[string(member)]
-		if err != nil || sb == nil || kind != dispatch.AckDone || h.Offset != 81234 {
+		if err != nil || sb == nil || kind != groups.AckDone || h.Offset != 81234 {
 			b.Fatal("bad parse")
 		}
 	}

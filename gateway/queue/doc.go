@@ -1,4 +1,4 @@
-// Package queue is the dispatch core of an edgeq queue group: a pure,
+// Package queue is the core of an edgeq queue group: a pure,
 // deterministic state machine that decides which stored message goes to
 // which member, when, and which offsets may be committed. It does no I/O,
 // starts no goroutine and reads no clock: time (now) and randomness (Rand)
@@ -6,7 +6,7 @@
 //
 // # Inputs and outputs
 //
-// The runner (one goroutine owning a Group) feeds events in —
+// The runner (gateway/groups: one goroutine owning a Group) feeds events in —
 // AddMember, RemoveMember, SetCredit, Fetched, Ack, Nak, InProgress, Term,
 // Tick, Drain — and after each batch of events calls Ready, which returns
 // the actions to carry out: Deliver, Fetch, Commit, DeadLetter, Drained.

@@ -1,4 +1,4 @@
-package dispatch
+package groups
 
 import (
 	"context"
@@ -454,7 +454,7 @@ func (r *Registry) ServeCommit(key GroupKey, offsets []PartitionOffset, sync boo
 	consumer := key.consumerName()
 	for _, o := range offsets {
 		if o.Partition < 0 || o.Partition >= r.log.NumPartitions() {
-			return fmt.Errorf("dispatch: commit for group %s: no partition %d", key, o.Partition)
+			return fmt.Errorf("groups: commit for group %s: no partition %d", key, o.Partition)
 		}
 		if err := r.log.Offsets().Commit(consumer, o.Partition, o.Offset); err != nil {
 			return err
@@ -475,10 +475,10 @@ func (r *Registry) FlushOffsets() error { return r.log.Offsets().Flush() }
 // from offset from on, waiting up to wait for durable ones.
 func (r *Registry) ReadPartition(ctx context.Context, partition int, from uint64, maxMsgs, maxBytes int, wait time.Duration) (wal.Batch, error) {
 	if partition < 0 || partition >= r.log.NumPartitions() {
-		return wal.Batch{}, fmt.Errorf("dispatch: fetch: no partition %d", partition)
+		return wal.Batch{}, fmt.Errorf("groups: fetch: no partition %d", partition)
 	}
 	if from == 0 || maxMsgs < 1 {
-		return wal.Batch{}, fmt.Errorf("dispatch: fetch: bad request (from %d, max %d)", from, maxMsgs)
+		return wal.Batch{}, fmt.Errorf("groups: fetch: bad request (from %d, max %d)", from, maxMsgs)
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()

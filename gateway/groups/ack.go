@@ -1,4 +1,4 @@
-package dispatch
+package groups
 
 import (
 	"errors"
@@ -35,4 +35,4 @@ type Ack struct {
 }
 
 // ErrBadAck is returned for an acknowledgement edgeq did not issue.
-var ErrBadAck = errors.New("dispatch: bad acknowledgement")
+var ErrBadAck = errors.New("groups: bad acknowledgement")

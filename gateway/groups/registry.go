@@ -1,4 +1,4 @@
-package dispatch
+package groups
 
 import (
 	"errors"
@@ -17,10 +17,10 @@ import (
 
 // Errors of the registry.
 var (
-	ErrTooManyGroups  = errors.New("dispatch: too many queue groups")
-	ErrGroupStopped   = errors.New("dispatch: queue group stopped")
-	ErrUnknownGroup   = errors.New("dispatch: unknown queue group")
-	ErrTooManyMembers = errors.New("dispatch: too many members")
+	ErrTooManyGroups  = errors.New("groups: too many queue groups")
+	ErrGroupStopped   = errors.New("groups: queue group stopped")
+	ErrUnknownGroup   = errors.New("groups: unknown queue group")
+	ErrTooManyMembers = errors.New("groups: too many members")
 )
 
 // GroupKey names a queue group: a subject filter and a queue name.
@@ -263,7 +263,7 @@ func (r *Registry) recordStart(g *group) (bool, error) {
 	}
 	if !known {
 		if err := r.log.Offsets().Flush(); err != nil {
-			return known, fmt.Errorf("dispatch: record start of group %s: %w", g.cfg.Key, err)
+			return known, fmt.Errorf("groups: record start of group %s: %w", g.cfg.Key, err)
 		}
 	}
 	return known, nil
@@ -381,7 +381,7 @@ func (r *Registry) join(key GroupKey, gid queue.MemberID, m Member, credit int) 
 	}
 	if _, dup := g.local[gid]; !dup && len(g.local) >= g.cfg.Core.MaxMembers {
 		r.mu.Unlock()
-		return fmt.Errorf("dispatch: join %s: %w (max %d)", key, ErrTooManyMembers, g.cfg.Core.MaxMembers)
+		return fmt.Errorf("groups: join %s: %w (max %d)", key, ErrTooManyMembers, g.cfg.Core.MaxMembers)
 	}
 	g.local[gid] = &localMember{m: m, credit: credit}
 	g.lastEmpty = time.Time{}
@@ -431,7 +431,7 @@ func (r *Registry) Leave(key GroupKey, id queue.MemberID) {
 // SetCredit changes a member's credit ($EQ.RDY).
 func (r *Registry) SetCredit(key GroupKey, id queue.MemberID, credit int) error {
 	if credit < 0 {
-		return fmt.Errorf("dispatch: set credit: %w, got %d", queue.ErrBadCredit, credit)
+		return fmt.Errorf("groups: set credit: %w, got %d", queue.ErrBadCredit, credit)
 	}
 	gid := r.memberID(id)
 	r.mu.Lock()

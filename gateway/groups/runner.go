@@ -1,4 +1,4 @@
-package dispatch
+package groups
 
 import (
 	"context"
@@ -408,7 +408,7 @@ func (r *runner) waitStopped(deadline time.Time) {
 }
 
 // errStopped is returned to goroutines of a runner that has ended.
-var errStopped = errors.New("dispatch: runner stopped")
+var errStopped = errors.New("groups: runner stopped")
 
 // post hands an event from one of the runner's goroutines to the runner.
 func (r *runner) post(ctx context.Context, ev event) error {

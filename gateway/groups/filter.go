@@ -1,4 +1,4 @@
-package dispatch
+package groups
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ type deviceMatcher struct {
 
 func newDeviceMatcher(filter, prefix string) (deviceMatcher, error) {
 	if err := natsproto.CheckFilter(filter); err != nil {
-		return deviceMatcher{}, fmt.Errorf("dispatch: filter %q: %w", filter, err)
+		return deviceMatcher{}, fmt.Errorf("groups: filter %q: %w", filter, err)
 	}
 	tok := strings.Split(filter, ".")
 	switch {

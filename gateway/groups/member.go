@@ -1,11 +1,14 @@
-// Package dispatch runs queue groups: it connects each group's dispatch core
-// (gateway/queue) to the telemetry log (wal) and to members, and runs the
-// live tail of plain subscriptions. It speaks no protocol: a member is an
+// Package groups runs the node's queue groups: a Registry of groups, and
+// for each group this node delivers a runner — one goroutine that owns the
+// group's core (gateway/queue, the pure state machine that decides), reads
+// the log (wal) and other nodes' logs (through Peers), hands deliveries to
+// members, takes their acknowledgements and commits offsets. It also runs
+// the live tail of plain subscriptions. It speaks no protocol: a member is an
 // interface that takes typed deliveries (a NATS subscription, a member on a
 // peer node, later a JetStream consumer, an NSQ channel or an uplink), and
 // acknowledgements come back as typed calls. Each front end encodes
 // deliveries and parses acknowledgements in its own package.
-package dispatch
+package groups
 
 import (
 	"edgeq/gateway/queue"
