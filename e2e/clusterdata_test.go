@@ -299,8 +299,12 @@ func TestClusterLeaderKill(t *testing.T) {
 	if tr.problems > 0 {
 		t.Fatalf("%d order or in-flight violations", tr.problems)
 	}
-	t.Logf("%d pub-acked messages, all delivered; delivered more than once: %d in all, %d by the failover, %d after gw-c returned, %d after the hand-over",
-		len(want), dupes, dupesAtKill, dupesAtHandOver-dupesAtKill, dupes-dupesAtHandOver)
+	t.Logf("%d pub-acked messages, all delivered; delivered more than once: %d in all, %d by the failover, %d after gw-c returned, %d after the hand-over; "+
+		"first deliveries of messages seen before: %d flagged Edgeq-Redelivered: maybe, %d not",
+		len(want), dupes, dupesAtKill, dupesAtHandOver-dupesAtKill, dupes-dupesAtHandOver, tr.flagged, tr.unflagged)
+	if tr.unflagged > 0 {
+		t.Fatalf("%d messages delivered again after the failover as first deliveries without Edgeq-Redelivered: maybe", tr.unflagged)
+	}
 }
 
 func connect(t testing.TB, url, name string) *nats.Conn {

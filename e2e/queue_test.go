@@ -116,6 +116,10 @@ type tracker struct {
 	seen     map[string]int    // payload -> deliveries
 	byWorker map[string]int
 	problems int
+	// unflagged counts first deliveries (Edgeq-Deliveries: 1) of a message
+	// a worker had seen before that do not say Edgeq-Redelivered: maybe;
+	// flagged those that do.
+	unflagged, flagged int
 	// epoch counts node crashes: a crash forgets what was in flight, so a
 	// message a worker still holds from before it may be delivered again.
 	epoch int
@@ -166,6 +170,13 @@ func (tr *tracker) enter(worker string, m *nats.Msg) (device string, seq uint64)
 			tr.fail("device %s: first delivery of seq %d after seq %d", stream, seq, tr.lastSeq[stream])
 		}
 		tr.lastSeq[stream] = seq
+	}
+	if m.Header.Get("Edgeq-Deliveries") == "1" && tr.seen[payload] > 0 {
+		if m.Header.Get("Edgeq-Redelivered") == "maybe" {
+			tr.flagged++
+		} else {
+			tr.unflagged++
+		}
 	}
 	tr.seen[payload]++
 	tr.byWorker[worker]++

@@ -30,16 +30,18 @@ type OffsetStore struct {
 	flushMu   sync.Mutex // one file write at a time
 	mu        sync.Mutex
 	consumers map[string]map[int]uint64
+	drained   map[string]bool // consumers whose last run stopped with nothing unfinished; bound: as consumers
 	dirty     bool
 }
 
 type offsetsDoc struct {
 	Version   int                          `json:"version"`
 	Consumers map[string]map[string]uint64 `json:"consumers"`
+	Drained   []string                     `json:"drained,omitempty"`
 }
 
 func openOffsetStore(dir string) (*OffsetStore, error) {
-	s := &OffsetStore{path: filepath.Join(dir, offsetsFile), consumers: map[string]map[int]uint64{}}
+	s := &OffsetStore{path: filepath.Join(dir, offsetsFile), consumers: map[string]map[int]uint64{}, drained: map[string]bool{}}
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
@@ -62,6 +64,11 @@ func openOffsetStore(dir string) (*OffsetStore, error) {
 		}
 		s.consumers[name] = m
 	}
+	for _, name := range doc.Drained {
+		if _, ok := s.consumers[name]; ok {
+			s.drained[name] = true
+		}
+	}
 	return s, nil
 }
 
@@ -82,7 +89,36 @@ func (s *OffsetStore) Commit(consumer string, partition int, offset uint64) erro
 		m[partition] = offset
 		s.dirty = true
 	}
+	if s.drained[consumer] {
+		delete(s.drained, consumer) // someone is delivering it again
+		s.dirty = true
+	}
 	return nil
+}
+
+// SetDrained records (after the next Flush) that consumer stopped with
+// nothing unfinished: nothing past its committed offsets was delivered, so
+// the next run need not flag those records as possibly delivered before.
+// drained false clears it (a run starts); so does any Commit.
+func (s *OffsetStore) SetDrained(consumer string, drained bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, known := s.consumers[consumer]; !known || s.drained[consumer] == drained {
+		return
+	}
+	if drained {
+		s.drained[consumer] = true
+	} else {
+		delete(s.drained, consumer)
+	}
+	s.dirty = true
+}
+
+// Drained reports what SetDrained recorded last.
+func (s *OffsetStore) Drained(consumer string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.drained[consumer]
 }
 
 // Get returns the committed offset of consumer in partition.
@@ -107,6 +143,7 @@ func (s *OffsetStore) Remove(consumer string) {
 	defer s.mu.Unlock()
 	if _, ok := s.consumers[consumer]; ok {
 		delete(s.consumers, consumer)
+		delete(s.drained, consumer)
 		s.dirty = true
 	}
 }
@@ -155,6 +192,10 @@ func (s *OffsetStore) Flush() error {
 		}
 		doc.Consumers[name] = parts
 	}
+	for name := range s.drained {
+		doc.Drained = append(doc.Drained, name)
+	}
+	sort.Strings(doc.Drained)
 	s.dirty = false
 	s.mu.Unlock()
 	data, err := json.MarshalIndent(doc, "", " ")

@@ -218,7 +218,8 @@ func (p *peerLink) Forward(node string, key groups.GroupKey, member queue.Member
 // forwardOf is the FORWARD message of d (without member or reason).
 func forwardOf(key groups.GroupKey, d *groups.Delivery) Forward {
 	return Forward{Group: wireGroup(key), Instance: uint64(d.Ack.Group), CorePartition: uint64(d.Ack.Partition),
-		Node: d.Node, Partition: uint64(d.Partition), Offset: d.Offset, Deliveries: uint64(d.Deliveries), Record: d.Raw}
+		Node: d.Node, Partition: uint64(d.Partition), Offset: d.Offset, Deliveries: uint64(d.Deliveries), Maybe: d.MaybeDelivered,
+		Record: d.Raw}
 }
 
 func (p *peerLink) sendPooled(node string, m *Forward) bool {
@@ -416,7 +417,7 @@ func (p *peerLink) Frame(node string, f Frame) {
 			return
 		}
 		d := groups.Delivery{Record: &rec, Raw: m.Record, Node: m.Node, Partition: int(m.Partition), Offset: m.Offset,
-			Deliveries: int(m.Deliveries), Ack: groups.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
+			Deliveries: int(m.Deliveries), MaybeDelivered: m.Maybe, Ack: groups.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
 				Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}}
 		if m.Member == "" {
 			d.Ack = groups.AckHandle{}

@@ -128,6 +128,7 @@ type Forward struct {
 	Partition     uint64
 	Offset        uint64
 	Deliveries    uint64
+	Maybe         bool // groups.Delivery.MaybeDelivered
 	Record        []byte
 }
 
@@ -257,6 +258,7 @@ func AppendForward(dst []byte, m *Forward) []byte {
 	dst = binary.AppendUvarint(dst, m.Partition)
 	dst = binary.AppendUvarint(dst, m.Offset)
 	dst = binary.AppendUvarint(dst, m.Deliveries)
+	dst = appendBool(dst, m.Maybe)
 	return appendField(dst, m.Record)
 }
 
@@ -421,6 +423,7 @@ func DecodeForward(b []byte) (Forward, error) {
 	m.Partition = r.uvarint(maxPartitions, "partition")
 	m.Offset = r.uvarint(^uint64(0), "offset")
 	m.Deliveries = r.uvarint(maxInt, "deliveries")
+	m.Maybe = r.boolean("maybe")
 	m.Record = r.next(MaxFrame)
 	return m, r.end("forward")
 }

@@ -27,7 +27,7 @@ func wireCases() []wireCase {
 	commit := &CommitReq{ID: 10, Group: sampleGroup, Epoch: sampleEpoch, Sync: true, Offsets: []PartitionOffset{{0, 5}, {9, 1 << 33}}}
 	committed := &CommitResp{ID: 10, Err: ""}
 	fwd := &Forward{Group: sampleGroup, Member: "gw-b/7f3a/c4-1", Instance: 17, CorePartition: 2051, Node: "gw-c",
-		Partition: 3, Offset: 77, Deliveries: 2, Record: []byte{1, 1, 0xde, 0xad, 0xbe, 0xef, 8, 's', 'e', 'n', 's', 'o', 'r', '1'}}
+		Partition: 3, Offset: 77, Deliveries: 1, Maybe: true, Record: []byte{1, 1, 0xde, 0xad, 0xbe, 0xef, 8, 's', 'e', 'n', 's', 'o', 'r', '1'}}
 	dead := &Forward{Group: sampleGroup, Reason: "max_deliver", Instance: 17, Node: "gw-c", Partition: 3, Offset: 78, Deliveries: 5, Record: []byte("rec")}
 	ack := &AckRelay{Instance: 17, Member: "gw-b/7f3a/c4-1", CorePartition: 2051, Offset: 77, Deliveries: 2, Kind: 2, Delay: 5000000000}
 	members := &Members{Group: sampleGroup, Declared: true, Members: []MemberInfo{{ID: "gw-b/7f3a/c4-1", Credit: 256}, {ID: "gw-b/7f3a/c5-1", Credit: 0}}}

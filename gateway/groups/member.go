@@ -37,6 +37,11 @@ type Delivery struct {
 	// Deliveries counts this delivery (1 the first time); 0 for the live
 	// tail, which takes no acknowledgements.
 	Deliveries int
+	// MaybeDelivered: a first delivery of this group's run whose record
+	// may have been delivered before, by the run or leader before a crash
+	// or failover (it was past the committed offsets). Workers that must
+	// not process twice check these against what they did.
+	MaybeDelivered bool
 	// Ack identifies the delivery when the member acknowledges it; the zero
 	// handle for the live tail.
 	Ack AckHandle

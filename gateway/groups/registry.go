@@ -110,6 +110,9 @@ type group struct {
 	run       *runner                           // nil unless delivering here
 	leading   bool                              // Lead without StepDown (cluster) or always (standalone)
 	lastEmpty time.Time                         // when the group last had no member anywhere; zero while it has
+	// fresh: created by this process with no position stored before, so
+	// its first run has nothing that may have been delivered before.
+	fresh bool
 	// declaredBy lists the peers that declare the group in their
 	// configuration: it does not expire here either. Bound: MaxPeers.
 	declaredBy map[string]bool
@@ -154,6 +157,7 @@ type Registry struct {
 
 	counters struct {
 		refusedDeliveries atomic.Uint64
+		maybeDelivered    atomic.Uint64
 		badAcks           atomic.Uint64
 		staleAcks         atomic.Uint64
 		removedGroups     atomic.Uint64
@@ -233,6 +237,7 @@ func (r *Registry) ensureGroup(gc GroupConfig) (*group, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	g.fresh = !known
 	r.groups[gc.Key] = g
 	r.logger.Info("queue group started", "group", gc.Key.String(), "declared", gc.Declared, "resumed", known)
 	if !r.clustered() {
@@ -310,6 +315,26 @@ func (r *Registry) startRunner(g *group) {
 		committing: map[string]bool{},
 		durable:    map[int]uint64{},
 		latency:    hist.New(LatencyBounds),
+		suspect:    map[int]uint64{},
+		high:       map[int]uint64{},
+	}
+	// What is past the commits may have been delivered by the previous run
+	// (a crash) or leader, unless that run recorded that it drained fully.
+	// The record is cleared, durably, before anything is delivered.
+	drained := r.log.Offsets().Drained(g.consumer)
+	if drained {
+		r.log.Offsets().SetDrained(g.consumer, false)
+		if err := r.log.Offsets().Flush(); err != nil {
+			r.logger.Error("flush offsets", "err", err)
+			drained = false
+		}
+	}
+	fresh := g.fresh
+	g.fresh = false
+	for p, next := range start {
+		if d := r.log.Durable(p); d >= next && !fresh && (!drained || r.clustered()) {
+			run.suspectUpTo(p, d)
+		}
 	}
 	// The members known now; later changes come as events.
 	for id, lm := range g.local {
@@ -599,6 +624,9 @@ func (r *Registry) Stats() []GroupStats {
 // Counters are registry-wide counts.
 type Counters struct {
 	RefusedDeliveries, BadAcks, StaleAcks, RemovedGroups uint64
+	// MaybeDelivered counts first deliveries of this run flagged as
+	// possibly delivered before (past the commits at a restart or failover).
+	MaybeDelivered uint64
 	// Cluster: deliveries forwarded here by other nodes' leaders (and those
 	// this node's members could not take), acknowledgements relayed to
 	// leaders, commits stored at other nodes (and those that failed).
@@ -609,6 +637,7 @@ type Counters struct {
 func (r *Registry) Counters() Counters {
 	return Counters{
 		RefusedDeliveries:    r.counters.refusedDeliveries.Load(),
+		MaybeDelivered:       r.counters.maybeDelivered.Load(),
 		BadAcks:              r.counters.badAcks.Load(),
 		StaleAcks:            r.counters.staleAcks.Load(),
 		RemovedGroups:        r.counters.removedGroups.Load(),

@@ -84,6 +84,13 @@ type runner struct {
 	committing map[string]bool
 	durable    map[int]uint64
 
+	// suspect: per partition, the records up to here may have been
+	// delivered by an earlier run or leader (past the committed offset at
+	// start); their first delivery in this run says so. high: the highest
+	// offset that may have been delivered by anyone. Bound: partitions.
+	suspect map[int]uint64
+	high    map[int]uint64
+
 	dv       Delivery   // reused for every delivery
 	rec      wal.Record // scratch for records without a decoded Body
 	forwards uint64
@@ -151,6 +158,11 @@ func (r *runner) run(peers []string) {
 			}
 		case res := <-r.results:
 			if res.durable > 0 {
+				if _, seen := r.durable[res.partition]; !seen && res.partition >= partitionStride {
+					// A peer's partition: its durable offset when first
+					// read bounds what an earlier leader can have delivered.
+					r.suspectUpTo(res.partition, res.durable)
+				}
 				r.durable[res.partition] = res.durable
 			}
 			if err := r.core.Fetched(res.partition, res.msgs, res.next, time.Now()); err != nil {
@@ -168,6 +180,7 @@ func (r *runner) run(peers []string) {
 			return
 		}
 		if r.apply(ctx) {
+			r.recordDrained()
 			r.flushOffsets()
 			r.finalRemoteCommits()
 			r.snapshotStats()
@@ -276,8 +289,14 @@ func (r *runner) deliver(d *queue.Delivery) {
 		return
 	}
 	node, part := r.owner(d.Msg.Partition)
+	maybe := d.Deliveries == 1 && d.Msg.Offset <= r.suspect[d.Msg.Partition]
 	r.dv = Delivery{Record: rec, Raw: d.Msg.Data, Node: node, Partition: part, Offset: d.Msg.Offset, Deliveries: d.Deliveries,
-		Ack: AckHandle{Group: r.gid, Member: d.Member, Partition: d.Msg.Partition, Offset: d.Msg.Offset, Deliveries: d.Deliveries}}
+		MaybeDelivered: maybe,
+		Ack:            AckHandle{Group: r.gid, Member: d.Member, Partition: d.Msg.Partition, Offset: d.Msg.Offset, Deliveries: d.Deliveries}}
+	r.high[d.Msg.Partition] = max(r.high[d.Msg.Partition], d.Msg.Offset)
+	if maybe {
+		r.reg.counters.maybeDelivered.Add(1)
+	}
 	if !m.Deliver(&r.dv) {
 		// The connection cannot take it (slow or closing): the member is
 		// treated as failed, so everything it holds goes to others.
@@ -293,6 +312,37 @@ func (r *runner) deliver(d *queue.Delivery) {
 	if d.Deliveries == 1 {
 		r.latency.Observe(time.Duration(now.UnixNano() - rec.Time))
 	}
+}
+
+// suspectUpTo flags partition's records up to offset as possibly delivered
+// before this run.
+func (r *runner) suspectUpTo(partition int, offset uint64) {
+	if offset > r.suspect[partition] {
+		r.suspect[partition] = offset
+		r.high[partition] = max(r.high[partition], offset)
+	}
+}
+
+// recordDrained notes in the offset store, on a standalone node, that the
+// group stopped with everything that may have been delivered committed, so
+// the next run flags nothing as possibly delivered before. In a cluster
+// another node's leader may deliver this node's partitions, so every run
+// flags what is past the commits.
+func (r *runner) recordDrained() {
+	if r.reg.clustered() {
+		return
+	}
+	committed := map[int]uint64{}
+	for _, p := range r.core.Stats().Partitions {
+		committed[p.Partition] = p.Committed
+	}
+	for p, h := range r.high {
+		if committed[p] < h {
+			return
+		}
+	}
+	r.log.Offsets().SetDrained(r.consumer, true)
+	r.dirty = true
 }
 
 // record returns the decoded record of m: the one decoded when it was read

@@ -33,6 +33,7 @@ const (
 	HeaderOffset     = "Edgeq-Offset"
 	HeaderDeliveries = "Edgeq-Deliveries"
 	HeaderSource     = "Edgeq-Source"
+	HeaderMaybe      = "Edgeq-Redelivered" // "maybe" on a first delivery that may have been delivered before a failover
 	HeaderReason     = "Edgeq-Dead-Reason"
 	HeaderGroup      = "Edgeq-Group"
 )
@@ -50,6 +51,9 @@ func appendDeliveryHeader(h []byte, d *groups.Delivery, extra ...wal.Header) []b
 	h, _ = natsproto.AppendHeaderInt(h, HeaderOffset, int64(d.Offset))
 	if d.Deliveries > 0 {
 		h, _ = natsproto.AppendHeaderInt(h, HeaderDeliveries, int64(d.Deliveries))
+	}
+	if d.MaybeDelivered {
+		h = appendField(h, HeaderMaybe, "maybe")
 	}
 	if rec.Source != "" {
 		h = appendField(h, HeaderSource, rec.Source)
