@@ -48,7 +48,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	logger := newLogger(stderr, cfg.LogLevel)
-	node, err := gateway.NewNode(cfg, version, logger)
+	node, err := gateway.NewNode(cfg, semver(version, commit), logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		return 1

@@ -182,7 +182,12 @@ func (c *conn) handlePub(op *natsproto.Op) {
 		if op.Kind == natsproto.OpHPub {
 			header = op.Header
 		}
-		c.s.publishCore(c, string(subject), string(op.Reply), header, op.Payload)
+		n := c.s.publishCore(c, string(subject), string(op.Reply), header, op.Payload)
+		if n == 0 && len(op.Reply) > 0 && c.opts.NoResponders {
+			// A request nobody can answer: tell the requester at once, as
+			// nats-server does, instead of letting it wait out its timeout.
+			c.s.publishCore(nil, string(op.Reply), "", noResponders, nil)
+		}
 	}
 }
 

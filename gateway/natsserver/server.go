@@ -257,9 +257,10 @@ func (s *Server) authenticate(o *natsproto.ConnectOptions) bool {
 
 // publishCore delivers a message on a non-telemetry subject to matching core
 // subscriptions: all plain ones, one member per core queue group. from is the
-// publishing connection (for echo), or nil.
-func (s *Server) publishCore(from *conn, subject, reply string, header, payload []byte) {
-	s.subs.match(subject, func(sb *sub) bool {
+// publishing connection (for echo), or nil. It returns how many
+// subscriptions and queue groups matched.
+func (s *Server) publishCore(from *conn, subject, reply string, header, payload []byte) int {
+	return s.subs.match(subject, func(sb *sub) bool {
 		if from != nil && sb.c == from && !from.opts.Echo {
 			return false
 		}
@@ -267,7 +268,8 @@ func (s *Server) publishCore(from *conn, subject, reply string, header, payload 
 	})
 }
 
-// PublishCore is publishCore for the node (dead letters, replies).
-func (s *Server) PublishCore(subject string, header, payload []byte) {
-	s.publishCore(nil, subject, "", header, payload)
-}
+// noResponders is the status message a request without subscribers gets.
+var noResponders = func() []byte {
+	h, _ := natsproto.AppendHeaderStart(nil, 503, "")
+	return natsproto.AppendHeaderEnd(h)
+}()

@@ -300,3 +300,25 @@ func BenchmarkParseAck(b *testing.B) {
 func optsWithHeaders() natsproto.ConnectOptions {
 	return natsproto.ConnectOptions{Headers: true}
 }
+
+// TestNoResponders: a request to a subject without subscribers is answered
+// at once with the 503 status message nats.go turns into ErrNoResponders.
+func TestNoResponders(t *testing.T) {
+	r := newRig(t, nil)
+	nc := r.connect(t)
+	start := time.Now()
+	_, err := nc.Request("nobody.here", []byte("x"), 5*time.Second)
+	if err != nats.ErrNoResponders {
+		t.Fatalf("request without subscribers: %v, want %v", err, nats.ErrNoResponders)
+	}
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Fatalf("answered after %v: the client waited for its timeout", waited)
+	}
+	// With a subscriber, the request goes through.
+	if _, err := nc.Subscribe("somebody.here", func(m *nats.Msg) { _ = m.Respond([]byte("hi")) }); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := nc.Request("somebody.here", nil, 5*time.Second); err != nil || string(m.Data) != "hi" {
+		t.Fatalf("request with a subscriber: %v %v", m, err)
+	}
+}

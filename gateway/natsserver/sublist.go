@@ -64,7 +64,7 @@ func (l *sublist) remove(s *sub) {
 // one member of each core queue group (random, retrying another member when
 // one refuses). deliver reports whether the message was taken. It runs
 // outside the lock, so deliver may close connections.
-func (l *sublist) match(subject string, deliver func(*sub) bool) {
+func (l *sublist) match(subject string, deliver func(*sub) bool) (matched int) {
 	var plain []*sub
 	var queues map[string][]*sub
 	visit := func(s *sub) {
@@ -90,6 +90,7 @@ func (l *sublist) match(subject string, deliver func(*sub) bool) {
 	for _, s := range plain {
 		deliver(s)
 	}
+	matched = len(plain) + len(queues)
 	for _, members := range queues {
 		for len(members) > 0 {
 			i := rand.IntN(len(members))
@@ -100,4 +101,5 @@ func (l *sublist) match(subject string, deliver func(*sub) bool) {
 			members = members[:len(members)-1]
 		}
 	}
+	return matched
 }
