@@ -52,7 +52,8 @@ func (r *appendReq) encodedLen() int {
 	return EncodedLen(&rec)
 }
 
-// complete hands the result to the waiter. It is called once, by the writer.
+// complete hands the result to the waiter. It is called once, by the
+// committer or one of its sync workers.
 func (r *appendReq) complete(err error) {
 	r.err = err
 	if r.cb != nil {

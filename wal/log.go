@@ -1,8 +1,9 @@
 // Package wal is edgeq's partitioned telemetry log on tidwall/wal.
 //
 // A Log has Partitions normal and HotPartitions isolation partitions, each one
-// tidwall/wal log in its own directory, written by one goroutine that group
-// commits. Every record carries a version and a CRC32C; a torn or garbage tail
+// tidwall/wal log in its own directory. One committer goroutine for the whole
+// log group commits: it writes the queued appends of every partition and
+// fsyncs the dirty ones in rounds (commit.go). Every record carries a version and a CRC32C; a torn or garbage tail
 // is cut on open, a bad record inside the log is skipped and counted.
 //
 // Contract:
@@ -48,11 +49,11 @@ type Log struct {
 	logger *slog.Logger
 	lock   *os.File
 
-	parts   []*partition
-	writers []chan struct{}
+	parts  []*partition
+	commit *committer
 
 	// mu orders appends: sequence numbers, routing and the enqueue into a
-	// partition's writer happen under it, so a partition's offsets follow its
+	// partition's queue happen under it, so a partition's offsets follow its
 	// devices' sequence numbers.
 	mu      sync.Mutex
 	devices *deviceTable
@@ -128,11 +129,8 @@ func Open(dir string, opts Options, logger *slog.Logger) (*Log, error) {
 		return nil, err
 	}
 	l.report.Duration = time.Since(start)
-	for _, p := range l.parts {
-		done := make(chan struct{})
-		l.writers = append(l.writers, done)
-		go p.run(done)
-	}
+	l.commit = newCommitter(l.parts, &l.opts)
+	go l.commit.run()
 	go l.background()
 	return l, nil
 }
@@ -217,15 +215,16 @@ func (l *Log) Append(ctx context.Context, rec *Record) (Position, error) {
 		putReq(r)
 		return pos, err
 	case <-ctx.Done():
-		// r still belongs to the writer; it is left to the garbage collector.
+		// r still belongs to the committer; it is left to the garbage collector.
 		return Position{}, ctx.Err()
 	}
 }
 
 // AppendAsync queues rec and calls cb exactly once with its position when it is
-// durable, or with an error. cb runs on a writer goroutine (or on the caller's
-// when the append is refused at once) and must not block; it is how bridges and
-// connections acknowledge publishers after group commit. The log reads rec until
+// durable, or with an error. cb runs on the committer or a sync worker (or on
+// the caller's goroutine when the append is refused at once) and must not
+// block; it is how bridges and connections acknowledge publishers after group
+// commit. The log reads rec until
 // cb is called. AppendAsync blocks only while the partition's queue is full.
 func (l *Log) AppendAsync(rec *Record, cb func(Position, error)) {
 	r := getReq()
@@ -237,7 +236,7 @@ func (l *Log) AppendAsync(rec *Record, cb func(Position, error)) {
 }
 
 // enqueue validates r, assigns its sequence number and partition, and hands it
-// to the partition's writer.
+// to the partition's queue.
 func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 	if err := ValidateDeviceID(r.rec.Device); err != nil {
 		l.rejected.badDevice.Add(1)
@@ -278,10 +277,11 @@ func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 		case l.parts[d.partition].reqs <- r:
 			d.lastSeq = r.seq
 			l.mu.Unlock()
+			l.commit.kick()
 			return nil
 		default:
 		}
-		// The writer is behind: wait outside the lock (nothing was assigned).
+		// The committer is behind: wait outside the lock (nothing was assigned).
 		l.mu.Unlock()
 		t := time.NewTimer(200 * time.Microsecond)
 		select {
@@ -293,7 +293,7 @@ func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 	}
 }
 
-// Close stops the writers after they have made everything queued durable,
+// Close stops the committer after it has made everything queued durable,
 // checkpoints the device table and releases the directory lock.
 func (l *Log) Close() error {
 	l.mu.Lock()
@@ -306,9 +306,8 @@ func (l *Log) Close() error {
 		close(p.reqs)
 	}
 	l.mu.Unlock()
-	for _, done := range l.writers {
-		<-done
-	}
+	l.commit.kick()
+	<-l.commit.done
 	close(l.stop)
 	<-l.bgDone
 	errs := []error{l.checkpoint(), l.offsets.Flush()}

@@ -17,12 +17,13 @@ import (
 	"edgeq/internal/hist"
 )
 
-// partition is one tidwall/wal log in its own directory with one writer
-// goroutine that owns its tail. Locking:
+// partition is one tidwall/wal log in its own directory. The log's committer
+// (commit.go) owns its tail: it alone writes, fsyncs (itself or through one of
+// its sync workers, never two at once for one partition) and replaces the
+// handle. Locking:
 //   - mu guards the tidwall handle pointer and serializes every tidwall call except
-//     the writer's WriteBatch/Sync (tidwall's concurrent Reads panic, GOTCHAS 1.6;
+//     the committer's WriteBatch/Sync (tidwall's concurrent Reads panic, GOTCHAS 1.6;
 //     tidwall's own lock orders a Read against a write).
-//   - the writer goroutine alone writes and alone replaces the handle (under mu).
 type partition struct {
 	id     int
 	dir    string
@@ -34,7 +35,7 @@ type partition struct {
 
 	reqs chan *appendReq
 
-	// Written by the writer only; read by anyone.
+	// Written by the committer only; read by anyone.
 	last    atomic.Uint64 // last index written to the OS
 	durable atomic.Uint64 // high-water mark: last index durable under the mode
 	first   atomic.Uint64 // first index still in the log
@@ -47,10 +48,14 @@ type partition struct {
 
 	stats partitionStats
 
-	// writer-owned
-	batch     twal.Batch
-	scratch   []byte
-	tailBytes int // bytes in the tail segment, to notice when tidwall cycles
+	// committer-owned
+	batch        twal.Batch
+	scratch      []byte
+	tailBytes    int          // bytes in the tail segment, to notice when tidwall cycles
+	pending      []*appendReq // written to the OS, waiting for the next fsync round
+	pendingBytes int
+	collectBuf   []*appendReq
+	closed       bool // reqs was closed and drained
 }
 
 // FsyncBounds are the upper bounds of the fsync latency histogram.
@@ -65,6 +70,7 @@ var FsyncBounds = []time.Duration{
 type partitionStats struct {
 	appends      atomic.Uint64
 	appendBytes  atomic.Uint64
+	written      atomic.Uint64 // bytes handed to the OS, rewrites after an error included
 	batches      atomic.Uint64
 	fsyncs       atomic.Uint64
 	writeErrors  atomic.Uint64
@@ -252,91 +258,10 @@ func (p *partition) waitChan() <-chan struct{} {
 	return ch
 }
 
-// run is the writer goroutine: group commit under the durability mode.
-func (p *partition) run(done chan<- struct{}) {
-	defer close(done)
-	var (
-		pending  []*appendReq // written, waiting for fsync
-		batch    = make([]*appendReq, 0, p.opts.MaxBatch)
-		lastSync = time.Now()
-		timer    = time.NewTimer(time.Hour)
-		timerOn  bool
-	)
-	timer.Stop()
-	for {
-		var req *appendReq
-		ok := true
-		if len(pending) == 0 {
-			req, ok = <-p.reqs
-		} else {
-			select {
-			case req, ok = <-p.reqs:
-			case <-timer.C:
-				timerOn = false
-				pending = p.flush(pending)
-				lastSync = time.Now()
-				continue
-			}
-		}
-		if !ok {
-			if len(pending) > 0 {
-				p.flush(pending)
-			}
-			return
-		}
-		batch = append(batch[:0], req)
-	drain:
-		for len(batch) < cap(batch) {
-			select {
-			case r, more := <-p.reqs:
-				if !more {
-					break drain // the next receive sees the close
-				}
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
-		err := p.writeReqs(batch)
-		if err != nil {
-			// The handle was repaired back to the last good record; one retry
-			// covers a transient error, a persistent one (ENOSPC) fails the batch.
-			err = p.writeReqs(batch)
-		}
-		if err != nil {
-			completeAll(batch, err)
-		} else {
-			pending = append(pending, batch...)
-		}
-		if len(pending) == 0 {
-			continue
-		}
-		switch p.opts.Durability {
-		case DurabilityNone:
-			p.publishDurable(p.last.Load())
-			completeAll(pending, nil)
-			pending = pending[:0]
-		case DurabilityAlways:
-			pending = p.flush(pending)
-		case DurabilityInterval:
-			if since := time.Since(lastSync); since >= p.opts.FsyncInterval {
-				if timerOn {
-					timer.Stop()
-					timerOn = false
-				}
-				pending = p.flush(pending)
-				lastSync = time.Now()
-			} else if !timerOn {
-				timer.Reset(p.opts.FsyncInterval - since)
-				timerOn = true
-			}
-		}
-	}
-}
-
-// writeReqs encodes reqs and writes them as one tidwall batch. On error the
-// partition is cut back to its last good record and reopened.
-func (p *partition) writeReqs(reqs []*appendReq) error {
+// writeReqs encodes reqs and writes them as one tidwall batch (one write to
+// the OS, no fsync). On error the partition is cut back to its last good
+// record and reopened. It returns the bytes written.
+func (p *partition) writeReqs(reqs []*appendReq) (int, error) {
 	next := p.last.Load() + 1
 	p.batch.Clear()
 	var bytes int
@@ -359,8 +284,9 @@ func (p *partition) writeReqs(reqs []*appendReq) error {
 	}
 	if err := p.log.WriteBatch(&p.batch); err != nil {
 		p.stats.writeErrors.Add(1)
-		return p.recover(p.last.Load(), fmt.Errorf("wal: write partition %d: %w", p.id, err))
+		return 0, p.recover(p.last.Load(), fmt.Errorf("wal: write partition %d: %w", p.id, err))
 	}
+	p.stats.written.Add(uint64(bytes))
 	p.tailBytes = tail
 	p.size.Add(int64(bytes))
 	if cycled {
@@ -377,16 +303,46 @@ func (p *partition) writeReqs(reqs []*appendReq) error {
 	p.stats.appends.Add(uint64(len(reqs)))
 	p.stats.appendBytes.Add(uint64(bytes))
 	p.stats.batches.Add(1)
-	return nil
+	return bytes, nil
+}
+
+// write writes a batch of new appends and adds them to pending. One retry
+// covers a transient error (the handle was repaired back to the last good
+// record); a persistent one (ENOSPC) fails the batch at once.
+func (p *partition) write(batch []*appendReq) {
+	n, err := p.writeReqs(batch)
+	if err != nil {
+		n, err = p.writeReqs(batch)
+	}
+	if err != nil {
+		completeAll(batch, err)
+		return
+	}
+	p.pending = append(p.pending, batch...)
+	p.pendingBytes += n
+}
+
+// commit completes pending: after an fsync (sync true) or, under
+// durability none, as written to the OS.
+func (p *partition) commit(sync bool) {
+	if sync {
+		p.flush(p.pending)
+	} else {
+		p.publishDurable(p.last.Load())
+		completeAll(p.pending, nil)
+	}
+	clear(p.pending) // drop the references: requests go back to their pool
+	p.pending = p.pending[:0]
+	p.pendingBytes = 0
 }
 
 // flush fsyncs and completes pending appends. On a failed fsync the data
 // written since the last good fsync is in an unknown state: cut back to the
 // durable mark, write the pending records again and fsync once more.
-func (p *partition) flush(pending []*appendReq) []*appendReq {
+func (p *partition) flush(pending []*appendReq) {
 	err := p.sync()
 	if err != nil {
-		if err = p.writeReqs(pending); err == nil {
+		if _, err = p.writeReqs(pending); err == nil {
 			err = p.sync()
 		}
 	}
@@ -394,7 +350,6 @@ func (p *partition) flush(pending []*appendReq) []*appendReq {
 		p.publishDurable(p.last.Load())
 	}
 	completeAll(pending, err)
-	return pending[:0]
 }
 
 func (p *partition) sync() error {
