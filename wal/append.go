@@ -52,8 +52,7 @@ func (r *appendReq) encodedLen() int {
 	return EncodedLen(&rec)
 }
 
-// complete hands the result to the waiter. It is called once, by the
-// committer or one of its sync workers.
+// complete hands the result to the waiter. It is called once, by the writer.
 func (r *appendReq) complete(err error) {
 	r.err = err
 	if r.cb != nil {

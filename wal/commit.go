@@ -9,32 +9,39 @@ import (
 )
 
 // committer is the log's one commit schedule: a single goroutine for the
-// whole node (not one timer per partition) that takes the queued appends of
-// every partition, writes each partition's batch to the OS and then runs an
-// fsync round over the partitions it dirtied. A round's fsyncs run on a
-// small, fixed pool of sync workers (Options.SyncWorkers): the partitions'
-// files are independent, and on ext4 fsyncs that overlap share one journal
-// commit, so a round costs about one fsync's latency instead of one per dirty
-// partition. Only the committer and its workers touch a partition's tail, and
-// never two at once for one partition.
+// whole node (not one timer per partition) decides when an fsync round runs
+// and which partitions it covers. Each partition's writer goroutine drains
+// its queue, encodes and writes batches to the OS (in parallel, so encoding
+// and CRCs use every core) and says when it has unsynced data; in a round the
+// committer orders every dirty writer to fsync what it has written and waits
+// for all of them. At most SyncWorkers fsyncs run at once: few threads sit
+// blocked in fsync, and on ext4 overlapping fsyncs share one journal commit,
+// so a round costs about one fsync's latency rather than one per partition.
+// A writer never writes while it fsyncs, so the repair after a failed write
+// or fsync (GOTCHAS 1.4) stays the writer's alone.
 //
 // When a round starts:
-//   - always: as soon as something is written; rounds run back to back.
-//   - interval: when fsync_interval has passed since the last round started,
-//     or at once when the written, unsynced bytes reach commit_bytes (load: a
-//     windowed publisher is not held to window / interval). A trickle gets at
-//     most one round per fsync_interval.
-//   - none: never; a batch is complete once written to the OS.
+//   - always: as soon as anything is written; rounds run back to back, and
+//     every acknowledged record was fsynced before its ack.
+//   - interval: once fsync_interval has passed since the last round started,
+//     or at once when commit_bytes are written and not yet synced, over all
+//     partitions. Under load rounds therefore run back to back (a windowed
+//     publisher is not held to window / interval); a trickle gets at most one
+//     round per fsync_interval.
+//   - none: never; writers complete a batch once it is written to the OS.
 type committer struct {
 	parts []*partition
 	opts  *Options
 
-	wake chan struct{} // cap 1: something was queued or a queue was closed
+	wake chan struct{} // cap 1: a writer has new unsynced data
+	stop chan struct{} // closed by Close once every writer has drained
+	quit chan struct{} // closed by the committer when it ends: writers exit
 	done chan struct{}
 
-	syncq chan *partition // to the sync workers
-	wg    sync.WaitGroup
-	dirty []*partition
+	syncSem      chan struct{} // bounds fsyncs in flight
+	roundWG      sync.WaitGroup
+	dirty        []*partition
+	pendingBytes atomic.Int64 // written, not yet synced, all partitions
 
 	rounds       atomic.Uint64
 	roundRecords atomic.Uint64
@@ -53,23 +60,18 @@ type CommitStats struct {
 }
 
 func newCommitter(parts []*partition, opts *Options) *committer {
-	c := &committer{
+	return &committer{
 		parts:     parts,
 		opts:      opts,
 		wake:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
+		syncSem:   make(chan struct{}, opts.SyncWorkers),
 		roundTime: hist.New(FsyncBounds),
 	}
-	if n := min(opts.SyncWorkers, len(parts)); n > 1 {
-		c.syncq = make(chan *partition)
-		for range n {
-			go c.syncWorker()
-		}
-	}
-	return c
 }
 
-// kick wakes the committer; enqueuers call it after each send.
 func (c *committer) kick() {
 	select {
 	case c.wake <- struct{}{}:
@@ -77,20 +79,28 @@ func (c *committer) kick() {
 	}
 }
 
-func (c *committer) syncWorker() {
-	for p := range c.syncq {
-		p.commit(true)
-		c.wg.Done()
+// wrote is called by a writer after it added n unsynced bytes; first says
+// that its pending list was empty before.
+func (c *committer) wrote(p *partition, n int, first bool) {
+	c.pendingBytes.Add(int64(n))
+	if first {
+		p.dirty.Store(true)
 	}
+	c.kick()
+}
+
+func (c *committer) anyDirty() bool {
+	for _, p := range c.parts {
+		if p.dirty.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *committer) run() {
 	defer close(c.done)
-	defer func() {
-		if c.syncq != nil {
-			close(c.syncq)
-		}
-	}()
+	defer close(c.quit)
 	var (
 		lastRound time.Time
 		timer     = time.NewTimer(time.Hour)
@@ -98,28 +108,17 @@ func (c *committer) run() {
 	)
 	timer.Stop()
 	for {
-		open, bytes := c.collect()
-		if bytes == 0 && !c.hasPending() {
-			if !open {
+		if !c.anyDirty() {
+			select {
+			case <-c.wake:
+				continue
+			case <-c.stop:
 				return
 			}
-			<-c.wake
-			continue
-		}
-		switch c.opts.Durability {
-		case DurabilityNone:
-			for _, p := range c.parts {
-				if len(p.pending) > 0 {
-					p.commit(false)
-				}
-			}
-			continue
-		case DurabilityAlways:
-			c.round()
-			continue
 		}
 		since := time.Since(lastRound)
-		if !open || since >= c.opts.FsyncInterval || c.pendingBytes() >= c.opts.CommitBytes {
+		if c.opts.Durability == DurabilityAlways || since >= c.opts.FsyncInterval ||
+			c.pendingBytes.Load() >= int64(c.opts.CommitBytes) {
 			if timerOn {
 				timer.Stop()
 				timerOn = false
@@ -136,91 +135,127 @@ func (c *committer) run() {
 		case <-c.wake:
 		case <-timer.C:
 			timerOn = false
+		case <-c.stop:
+			return // every writer flushed its own pending data when it drained
 		}
 	}
 }
 
-// collect takes up to MaxBatch queued appends of each partition and writes
-// them, one batch per partition. It reports whether any queue is still open
-// and how many bytes it wrote.
-func (c *committer) collect() (open bool, written int) {
-	for _, p := range c.parts {
-		if p.closed {
-			continue
-		}
-		batch := p.collectBuf[:0]
-	drain:
-		for len(batch) < c.opts.MaxBatch {
-			select {
-			case r, ok := <-p.reqs:
-				if !ok {
-					p.closed = true
-					break drain
-				}
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
-		if !p.closed {
-			open = true
-		}
-		if len(batch) > 0 {
-			before := p.pendingBytes
-			p.write(batch)
-			written += p.pendingBytes - before
-			clear(batch)
-		}
-		p.collectBuf = batch[:0]
-	}
-	return open, written
-}
-
-func (c *committer) hasPending() bool {
-	for _, p := range c.parts {
-		if len(p.pending) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func (c *committer) pendingBytes() int {
-	n := 0
-	for _, p := range c.parts {
-		n += p.pendingBytes
-	}
-	return n
-}
-
-// round fsyncs every partition with pending appends and completes them.
+// round orders every dirty writer to fsync and waits for all of them.
 func (c *committer) round() {
 	start := time.Now()
 	c.dirty = c.dirty[:0]
-	var records, bytes int
 	for _, p := range c.parts {
-		if len(p.pending) > 0 {
+		if p.dirty.Swap(false) {
 			c.dirty = append(c.dirty, p)
-			records += len(p.pending)
-			bytes += p.pendingBytes
 		}
 	}
 	if len(c.dirty) == 0 {
 		return
 	}
-	if c.syncq == nil || len(c.dirty) == 1 {
-		for _, p := range c.dirty {
-			p.commit(true)
-		}
-	} else {
-		c.wg.Add(len(c.dirty))
-		for _, p := range c.dirty {
-			c.syncq <- p
-		}
-		c.wg.Wait()
+	c.roundWG.Add(len(c.dirty))
+	for _, p := range c.dirty {
+		p.syncOrder <- struct{}{}
 	}
+	c.roundWG.Wait()
 	c.rounds.Add(1)
-	c.roundRecords.Add(uint64(records))
-	c.roundBytes.Add(uint64(bytes))
 	c.roundTime.Observe(time.Since(start))
+}
+
+// synced is a writer's fsync in a round: bounded by syncSem.
+func (c *committer) synced(p *partition) {
+	if len(p.pending) > 0 {
+		// Counted before the acks go out, so that whoever saw an ack sees it.
+		c.pendingBytes.Add(-int64(p.pendingBytes))
+		c.roundRecords.Add(uint64(len(p.pending)))
+		c.roundBytes.Add(uint64(p.pendingBytes))
+		c.syncSem <- struct{}{}
+		p.commit(true)
+		<-c.syncSem
+	}
+	c.roundWG.Done()
+}
+
+func (c *committer) stats(parts []PartitionStats) CommitStats {
+	s := CommitStats{
+		Rounds:       c.rounds.Load(),
+		RoundRecords: c.roundRecords.Load(),
+		RoundBytes:   c.roundBytes.Load(),
+		RoundLatency: c.roundTime.Snapshot(),
+	}
+	for i := range parts {
+		s.Fsyncs += parts[i].Fsyncs
+		s.WrittenBytes += parts[i].WrittenBytes
+	}
+	return s
+}
+
+// run is a partition's writer goroutine: it writes queued appends to the OS
+// and fsyncs when the committer orders it to.
+func (p *partition) run(c *committer, drained *sync.WaitGroup) {
+	reqs := p.reqs
+	maxPending := 4 * p.opts.MaxBatch // beyond it the queue fills: backpressure
+	for {
+		// An order first: a round waits for every writer in it.
+		select {
+		case <-p.syncOrder:
+			c.synced(p)
+			continue
+		default:
+		}
+		in := reqs
+		if len(p.pending) >= maxPending {
+			in = nil
+		}
+		select {
+		case <-p.syncOrder:
+			c.synced(p)
+		case r, ok := <-in:
+			if !ok {
+				// Closing: make what is written durable without waiting for
+				// a round, then serve orders until the committer ends.
+				reqs = nil
+				if len(p.pending) > 0 {
+					bytes := p.pendingBytes
+					p.commit(p.opts.Durability != DurabilityNone)
+					c.pendingBytes.Add(-int64(bytes))
+				}
+				drained.Done()
+				continue
+			}
+			p.writeQueued(c, r)
+		case <-c.quit:
+			return
+		}
+	}
+}
+
+// writeQueued writes r and whatever else is queued (up to MaxBatch) as one
+// batch.
+func (p *partition) writeQueued(c *committer, r *appendReq) {
+	batch := append(p.collectBuf[:0], r)
+drain:
+	for len(batch) < p.opts.MaxBatch {
+		select {
+		case r, ok := <-p.reqs:
+			if !ok {
+				break drain // the next receive sees the close
+			}
+			batch = append(batch, r)
+		default:
+			break drain
+		}
+	}
+	first := len(p.pending) == 0
+	before := p.pendingBytes
+	p.write(batch)
+	clear(batch)
+	p.collectBuf = batch[:0]
+	switch {
+	case len(p.pending) == 0:
+	case p.opts.Durability == DurabilityNone:
+		p.commit(false)
+	default:
+		c.wrote(p, p.pendingBytes-before, first)
+	}
 }

@@ -1,9 +1,9 @@
 // Package wal is edgeq's partitioned telemetry log on tidwall/wal.
 //
 // A Log has Partitions normal and HotPartitions isolation partitions, each one
-// tidwall/wal log in its own directory. One committer goroutine for the whole
-// log group commits: it writes the queued appends of every partition and
-// fsyncs the dirty ones in rounds (commit.go). Every record carries a version and a CRC32C; a torn or garbage tail
+// tidwall/wal log in its own directory, written by its own goroutine. One
+// committer for the whole log group commits: it runs fsync rounds over the
+// partitions with unsynced data (commit.go). Every record carries a version and a CRC32C; a torn or garbage tail
 // is cut on open, a bad record inside the log is skipped and counted.
 //
 // Contract:
@@ -49,11 +49,13 @@ type Log struct {
 	logger *slog.Logger
 	lock   *os.File
 
-	parts  []*partition
-	commit *committer
+	parts   []*partition
+	commit  *committer
+	drained sync.WaitGroup // writers that have not yet drained their closed queue
+	writers sync.WaitGroup // writer goroutines running
 
 	// mu orders appends: sequence numbers, routing and the enqueue into a
-	// partition's queue happen under it, so a partition's offsets follow its
+	// partition's writer happen under it, so a partition's offsets follow its
 	// devices' sequence numbers.
 	mu      sync.Mutex
 	devices *deviceTable
@@ -130,6 +132,14 @@ func Open(dir string, opts Options, logger *slog.Logger) (*Log, error) {
 	}
 	l.report.Duration = time.Since(start)
 	l.commit = newCommitter(l.parts, &l.opts)
+	for _, p := range l.parts {
+		l.drained.Add(1)
+		l.writers.Add(1)
+		go func() {
+			defer l.writers.Done()
+			p.run(l.commit, &l.drained)
+		}()
+	}
 	go l.commit.run()
 	go l.background()
 	return l, nil
@@ -215,13 +225,13 @@ func (l *Log) Append(ctx context.Context, rec *Record) (Position, error) {
 		putReq(r)
 		return pos, err
 	case <-ctx.Done():
-		// r still belongs to the committer; it is left to the garbage collector.
+		// r still belongs to the writer; it is left to the garbage collector.
 		return Position{}, ctx.Err()
 	}
 }
 
 // AppendAsync queues rec and calls cb exactly once with its position when it is
-// durable, or with an error. cb runs on the committer or a sync worker (or on
+// durable, or with an error. cb runs on a partition's writer goroutine (or on
 // the caller's goroutine when the append is refused at once) and must not
 // block; it is how bridges and connections acknowledge publishers after group
 // commit. The log reads rec until
@@ -236,7 +246,7 @@ func (l *Log) AppendAsync(rec *Record, cb func(Position, error)) {
 }
 
 // enqueue validates r, assigns its sequence number and partition, and hands it
-// to the partition's queue.
+// to the partition's writer.
 func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 	if err := ValidateDeviceID(r.rec.Device); err != nil {
 		l.rejected.badDevice.Add(1)
@@ -277,11 +287,10 @@ func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 		case l.parts[d.partition].reqs <- r:
 			d.lastSeq = r.seq
 			l.mu.Unlock()
-			l.commit.kick()
 			return nil
 		default:
 		}
-		// The committer is behind: wait outside the lock (nothing was assigned).
+		// The writer is behind: wait outside the lock (nothing was assigned).
 		l.mu.Unlock()
 		t := time.NewTimer(200 * time.Microsecond)
 		select {
@@ -293,7 +302,7 @@ func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 	}
 }
 
-// Close stops the committer after it has made everything queued durable,
+// Close stops the writers and the committer after they have made everything queued durable,
 // checkpoints the device table and releases the directory lock.
 func (l *Log) Close() error {
 	l.mu.Lock()
@@ -306,8 +315,10 @@ func (l *Log) Close() error {
 		close(p.reqs)
 	}
 	l.mu.Unlock()
-	l.commit.kick()
+	l.drained.Wait()
+	close(l.commit.stop)
 	<-l.commit.done
+	l.writers.Wait()
 	close(l.stop)
 	<-l.bgDone
 	errs := []error{l.checkpoint(), l.offsets.Flush()}

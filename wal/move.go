@@ -61,13 +61,12 @@ func (l *Log) Move(ctx context.Context, device string, target int) (Position, er
 	r.time = l.opts.Now().UnixNano()
 	select {
 	case l.parts[d.partition].reqs <- r:
-		l.commit.kick()
 	case <-ctx.Done():
 		putReq(r)
 		return Position{}, ctx.Err()
 	}
-	// Wait for the committer even if ctx ends: a marker that lands while the route
-	// stays unchanged would confuse recovery. The committer always answers.
+	// Wait for the writer even if ctx ends: a marker that lands while the route
+	// stays unchanged would confuse recovery. The writer always answers.
 	<-r.done
 	pos, err := r.pos, r.err
 	putReq(r)

@@ -57,8 +57,8 @@ type Options struct {
 	// synced, over all partitions (default 16 KiB): under load rounds run back
 	// to back.
 	CommitBytes int
-	// SyncWorkers is how many partitions one fsync round syncs at once
-	// (default 4; 1 syncs them in sequence on the committer goroutine).
+	// SyncWorkers is how many partitions of one fsync round fsync at once
+	// (default 4; 1: one after the other).
 	SyncWorkers int
 	// MaxBatch is the most records one group commit writes (default 1024).
 	MaxBatch int

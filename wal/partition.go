@@ -17,13 +17,13 @@ import (
 	"edgeq/internal/hist"
 )
 
-// partition is one tidwall/wal log in its own directory. The log's committer
-// (commit.go) owns its tail: it alone writes, fsyncs (itself or through one of
-// its sync workers, never two at once for one partition) and replaces the
-// handle. Locking:
+// partition is one tidwall/wal log in its own directory with one writer
+// goroutine that owns its tail; it fsyncs when the log's committer orders it
+// to (commit.go). Locking:
 //   - mu guards the tidwall handle pointer and serializes every tidwall call except
-//     the committer's WriteBatch/Sync (tidwall's concurrent Reads panic, GOTCHAS 1.6;
+//     the writer's WriteBatch/Sync (tidwall's concurrent Reads panic, GOTCHAS 1.6;
 //     tidwall's own lock orders a Read against a write).
+//   - the writer goroutine alone writes, fsyncs and replaces the handle (under mu).
 type partition struct {
 	id     int
 	dir    string
@@ -35,9 +35,10 @@ type partition struct {
 
 	reqs chan *appendReq
 
-	// Written by the committer only; read by anyone.
+	// Written by the writer only; read by anyone.
 	last    atomic.Uint64 // last index written to the OS
 	durable atomic.Uint64 // high-water mark: last index durable under the mode
+	synced  atomic.Uint64 // last index covered by a successful fsync
 	first   atomic.Uint64 // first index still in the log
 	size    atomic.Int64  // bytes of all segment files
 
@@ -48,14 +49,16 @@ type partition struct {
 
 	stats partitionStats
 
-	// committer-owned
+	dirty     atomic.Bool   // has unsynced data the committer has not ordered synced yet
+	syncOrder chan struct{} // cap 1: the committer's order to fsync now
+
+	// writer-owned
 	batch        twal.Batch
 	scratch      []byte
 	tailBytes    int          // bytes in the tail segment, to notice when tidwall cycles
 	pending      []*appendReq // written to the OS, waiting for the next fsync round
 	pendingBytes int
 	collectBuf   []*appendReq
-	closed       bool // reqs was closed and drained
 }
 
 // FsyncBounds are the upper bounds of the fsync latency histogram.
@@ -99,13 +102,14 @@ func twalOptions(o *Options) *twal.Options {
 // it repaired in the returned openReport.
 func openPartition(id int, dir string, opts *Options, logger *slog.Logger) (*partition, openReport, error) {
 	p := &partition{
-		id:       id,
-		dir:      dir,
-		opts:     opts,
-		logger:   logger.With("partition", id),
-		reqs:     make(chan *appendReq, opts.QueueDepth),
-		notify:   make(chan struct{}),
-		segTimes: make(map[uint64]int64),
+		id:        id,
+		dir:       dir,
+		opts:      opts,
+		logger:    logger.With("partition", id),
+		reqs:      make(chan *appendReq, opts.QueueDepth),
+		syncOrder: make(chan struct{}, 1),
+		notify:    make(chan struct{}),
+		segTimes:  make(map[uint64]int64),
 	}
 	p.stats.fsyncLatency = hist.New(FsyncBounds)
 	rep, err := p.open()
@@ -190,6 +194,7 @@ func (p *partition) open() (openReport, error) {
 	p.first.Store(first)
 	p.last.Store(last)
 	p.durable.Store(last)
+	p.synced.Store(last)
 	if p.tailBytes, err = p.refreshSize(); err != nil {
 		_ = l.Close()
 		return rep, err
@@ -347,6 +352,7 @@ func (p *partition) flush(pending []*appendReq) {
 		}
 	}
 	if err == nil {
+		p.synced.Store(p.last.Load())
 		p.publishDurable(p.last.Load())
 	}
 	completeAll(pending, err)
@@ -394,6 +400,9 @@ func (p *partition) recover(keep uint64, cause error) error {
 	p.last.Store(last)
 	if last < p.durable.Load() {
 		p.durable.Store(last)
+	}
+	if last < p.synced.Load() {
+		p.synced.Store(last)
 	}
 	if p.tailBytes, err = p.refreshSize(); err != nil {
 		p.logger.Warn("recount partition size after repair", "err", err)
