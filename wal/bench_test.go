@@ -80,7 +80,7 @@ func BenchmarkAppend(b *testing.B) {
 			runtime.ReadMemStats(&ms)
 			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "live-heap-MiB")
 			l.Close()
-			raw := rawTidwallRate(b, b.N, mode, o.FsyncInterval)
+			raw := rawTidwallRate(b, b.N, 512, mode, o.FsyncInterval)
 			rate := float64(b.N) / elapsed.Seconds()
 			b.ReportMetric(rate, "appends/s")
 			b.ReportMetric(rate/raw, "x-raw")
@@ -89,9 +89,20 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkRawTidwallBatch256 is the floor under edgeq's durable appends: the
+// same encoded records (150-byte payloads, 1,000 devices) written to one plain
+// tidwall/wal log with WriteBatch of 256 entries, each batch followed by an
+// fsync (scripts/bench-peers.sh runs it on the disk of the other benchmarks).
+func BenchmarkRawTidwallBatch256(b *testing.B) {
+	b.ReportAllocs()
+	rate := rawTidwallRate(b, b.N, 256, DurabilityAlways, 0)
+	b.ReportMetric(rate, "records/s")
+}
+
 // rawTidwallRate appends n encoded records to one plain tidwall/wal log in
-// batches of 512 with the same fsync policy and returns records per second.
-func rawTidwallRate(b *testing.B, n int, mode Durability, interval time.Duration) float64 {
+// batches of the given size with the same fsync policy and returns records
+// per second.
+func rawTidwallRate(b *testing.B, n, batchSize int, mode Durability, interval time.Duration) float64 {
 	dir := b.TempDir()
 	l, err := twal.Open(dir, &twal.Options{NoSync: true, SegmentSize: 1 << 20, SegmentCacheSize: 1, NoCopy: true})
 	if err != nil {
@@ -110,7 +121,7 @@ func rawTidwallRate(b *testing.B, n int, mode Durability, interval time.Duration
 	lastSync := start
 	idx := uint64(1)
 	for done := 0; done < n; {
-		k := min(512, n-done)
+		k := min(batchSize, n-done)
 		for j := 0; j < k; j++ {
 			batch.Write(idx, encoded[(done+j)%len(encoded)])
 			idx++
@@ -219,5 +230,42 @@ func BenchmarkOpen(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// BenchmarkAppendWindow is one publisher with 256 appends outstanding (as a
+// NATS publisher with 256 pub-acks in flight) under durability interval, with
+// the fsyncs of a round run one after the other or some at once.
+func BenchmarkAppendWindow(b *testing.B) {
+	for _, workers := range []int{1, 4, 10} {
+		for _, commitBytes := range []int{16 << 10, 48 << 10} {
+			b.Run(fmt.Sprintf("sync_workers=%d/commit_bytes=%dk", workers, commitBytes>>10), func(b *testing.B) {
+				o := DefaultOptions()
+				o.SyncWorkers, o.CommitBytes = workers, commitBytes
+				o.RetentionInterval, o.CheckpointInterval = time.Hour, time.Hour
+				o.MaxBytes = 0
+				l, err := Open(b.TempDir(), o, quietLogger())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				recs := benchRecords()
+				sem := make(chan struct{}, 256)
+				var wg sync.WaitGroup
+				cb := func(Position, error) { <-sem; wg.Done() }
+				b.ResetTimer()
+				start := time.Now()
+				wg.Add(b.N)
+				for i := 0; i < b.N; i++ {
+					sem <- struct{}{}
+					l.AppendAsync(&recs[i%benchDevices], cb)
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "appends/s")
+				c := l.Stats().Commit
+				b.ReportMetric(float64(c.RoundRecords)/float64(max(c.Rounds, 1)), "records/round")
+				b.ReportMetric(float64(c.Fsyncs)/float64(max(c.Rounds, 1)), "fsyncs/round")
+			})
+		}
 	}
 }
