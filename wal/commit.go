@@ -80,13 +80,17 @@ func (c *committer) kick() {
 }
 
 // wrote is called by a writer after it added n unsynced bytes; first says
-// that its pending list was empty before.
+// that its pending list was empty before. The committer is woken only when
+// its decision may change: a partition became dirty, or the unsynced bytes
+// passed commit_bytes (a trickle costs no wake-up per record).
 func (c *committer) wrote(p *partition, n int, first bool) {
-	c.pendingBytes.Add(int64(n))
+	after := c.pendingBytes.Add(int64(n))
 	if first {
 		p.dirty.Store(true)
 	}
-	c.kick()
+	if limit := int64(c.opts.CommitBytes); first || (after >= limit && after-int64(n) < limit) {
+		c.kick()
+	}
 }
 
 func (c *committer) anyDirty() bool {

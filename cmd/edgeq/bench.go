@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -367,8 +368,15 @@ func publishJetStream(nc *nats.Conn, prefix string, from, to, devices, size, win
 		payload := slices.Clone(pad) // PublishAsync keeps the message until its ack
 		binary.LittleEndian.PutUint64(payload, uint64(time.Now().UnixNano()))
 		binary.LittleEndian.PutUint64(payload[8:], uint64(i))
-		if _, err := js.PublishAsync(subjects[i%devices], payload); err != nil {
-			return err
+		for {
+			_, err := js.PublishAsync(subjects[i%devices], payload)
+			if errors.Is(err, nats.ErrTooManyStalledMsgs) {
+				continue // the window stayed full for nats.go's stall wait (200ms): try again
+			}
+			if err != nil {
+				return err
+			}
+			break
 		}
 		published.Add(1)
 	}
