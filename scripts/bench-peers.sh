@@ -22,7 +22,7 @@ command -v nats-server >/dev/null || { echo "needs nats-server (apt-get install 
 make -s build >/dev/null
 bin=./bin/edgeq
 tmp=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 common=(--msgs "$msgs" --devices 1000 --size 150 --workers 4 --window 256 --json)
 printf 'groups:\n  - {subject: telemetry.>, queue: bench, deliver: all}\n' >"$tmp/edgeq.yaml"

@@ -24,8 +24,9 @@ import (
 //   - always: as soon as anything is written; rounds run back to back, and
 //     every acknowledged record was fsynced before its ack.
 //   - interval: once fsync_interval has passed since the last round started,
-//     or at once when commit_bytes are written and not yet synced, over all
-//     partitions. Under load rounds therefore run back to back (a windowed
+//     or at once under load: when the bytes written since then, over all
+//     partitions, come at commit_bytes per fsync_interval or faster (see
+//     loaded). Under load rounds therefore run back to back (a windowed
 //     publisher is not held to window / interval); a trickle gets at most one
 //     round per fsync_interval.
 //   - none: never; writers complete a batch once it is written to the OS.
@@ -38,10 +39,12 @@ type committer struct {
 	quit chan struct{} // closed by the committer when it ends: writers exit
 	done chan struct{}
 
-	syncSem      chan struct{} // bounds fsyncs in flight
-	roundWG      sync.WaitGroup
-	dirty        []*partition
-	pendingBytes atomic.Int64 // written, not yet synced, all partitions
+	syncSem    chan struct{} // bounds fsyncs in flight
+	roundWG    sync.WaitGroup
+	dirty      []*partition
+	base       time.Time    // monotonic origin of roundStart
+	roundStart atomic.Int64 // ns since base when the last round started
+	arrived    atomic.Int64 // bytes written since the last round started, all partitions
 
 	rounds       atomic.Uint64
 	roundRecords atomic.Uint64
@@ -68,6 +71,7 @@ func newCommitter(parts []*partition, opts *Options) *committer {
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		syncSem:   make(chan struct{}, opts.SyncWorkers),
+		base:      time.Now(),
 		roundTime: hist.New(FsyncBounds),
 	}
 }
@@ -81,16 +85,29 @@ func (c *committer) kick() {
 
 // wrote is called by a writer after it added n unsynced bytes; first says
 // that its pending list was empty before. The committer is woken only when
-// its decision may change: a partition became dirty, or the unsynced bytes
-// passed commit_bytes (a trickle costs no wake-up per record).
+// its decision may change: a partition became dirty, or the load rule holds
+// (a trickle costs no wake-up per record).
 func (c *committer) wrote(p *partition, n int, first bool) {
-	after := c.pendingBytes.Add(int64(n))
+	arrived := c.arrived.Add(int64(n))
 	if first {
 		p.dirty.Store(true)
 	}
-	if limit := int64(c.opts.CommitBytes); first || (after >= limit && after-int64(n) < limit) {
+	if first || c.loaded(arrived, time.Since(c.base)-time.Duration(c.roundStart.Load())) {
 		c.kick()
 	}
+}
+
+// loaded is the load rule of durability interval: the bytes written since
+// the last round started (arrived, over since) come at a rate of at least
+// commit_bytes per fsync_interval. Then the next round need not wait for the
+// interval: rounds run back to back, and a publisher with a window of W
+// records is not held to W / fsync_interval. Below that rate (a trickle)
+// rounds come at most once per fsync_interval. The elapsed time counts as at
+// least a quarter interval, so that a few records right after a round (a
+// fast disk) do not start another one: it takes a burst of commit_bytes / 4.
+func (c *committer) loaded(arrived int64, since time.Duration) bool {
+	since = max(since, c.opts.FsyncInterval/4)
+	return float64(arrived)*float64(c.opts.FsyncInterval) >= float64(c.opts.CommitBytes)*float64(since)
 }
 
 func (c *committer) anyDirty() bool {
@@ -122,12 +139,14 @@ func (c *committer) run() {
 		}
 		since := time.Since(lastRound)
 		if c.opts.Durability == DurabilityAlways || since >= c.opts.FsyncInterval ||
-			c.pendingBytes.Load() >= int64(c.opts.CommitBytes) {
+			c.loaded(c.arrived.Load(), since) {
 			if timerOn {
 				timer.Stop()
 				timerOn = false
 			}
 			lastRound = time.Now()
+			c.roundStart.Store(int64(lastRound.Sub(c.base)))
+			c.arrived.Store(0)
 			c.round()
 			continue
 		}
@@ -170,7 +189,6 @@ func (c *committer) round() {
 func (c *committer) synced(p *partition) {
 	if len(p.pending) > 0 {
 		// Counted before the acks go out, so that whoever saw an ack sees it.
-		c.pendingBytes.Add(-int64(p.pendingBytes))
 		c.roundRecords.Add(uint64(len(p.pending)))
 		c.roundBytes.Add(uint64(p.pendingBytes))
 		c.syncSem <- struct{}{}
@@ -220,9 +238,7 @@ func (p *partition) run(c *committer, drained *sync.WaitGroup) {
 				// a round, then serve orders until the committer ends.
 				reqs = nil
 				if len(p.pending) > 0 {
-					bytes := p.pendingBytes
 					p.commit(p.opts.Durability != DurabilityNone)
-					c.pendingBytes.Add(-int64(bytes))
 				}
 				drained.Done()
 				continue

@@ -49,13 +49,16 @@ type Options struct {
 	// Durability is always, interval (default) or none.
 	Durability Durability
 	// FsyncInterval is the shortest time between two fsync rounds under
-	// DurabilityInterval at a trickle, and so about the longest an append
-	// waits for its round to start (default 10ms).
+	// DurabilityInterval at a trickle (below CommitBytes per FsyncInterval),
+	// and so about the longest an append waits for its round to start
+	// (default 10ms).
 	FsyncInterval time.Duration
-	// CommitBytes starts an fsync round under DurabilityInterval without
-	// waiting for FsyncInterval once this many bytes are written and not yet
-	// synced, over all partitions (default 16 KiB): under load rounds run back
-	// to back.
+	// CommitBytes is where load begins under DurabilityInterval: when appends
+	// are written at CommitBytes per FsyncInterval or faster, over all
+	// partitions (default 16 KiB per 10ms: 1.6 MB/s, about 8,600 records/s
+	// of 150 bytes), an fsync round starts as soon as the previous one ends
+	// instead of waiting for FsyncInterval. A burst of CommitBytes/4 starts
+	// one at once too.
 	CommitBytes int
 	// SyncWorkers is how many partitions of one fsync round fsync at once
 	// (default 4; 1: one after the other).
@@ -126,7 +129,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("durability: %q, want always, interval or none", o.Durability))
 	}
 	check(o.FsyncInterval > 0 || o.Durability != DurabilityInterval, "fsync_interval: %v, want > 0", o.FsyncInterval)
-	check(o.CommitBytes >= 0 && o.CommitBytes <= 64<<20, "commit_bytes: %d, want 0..64 MiB", o.CommitBytes)
+	check(o.CommitBytes >= 1<<10 && o.CommitBytes <= 64<<20, "commit_bytes: %d, want 1 KiB..64 MiB", o.CommitBytes)
 	check(o.SyncWorkers >= 1 && o.SyncWorkers <= 64, "sync_workers: %d, want 1..64", o.SyncWorkers)
 	check(o.MaxBatch >= 1 && o.MaxBatch <= 1<<16, "max_batch: %d, want 1..65536", o.MaxBatch)
 	check(o.QueueDepth >= 1 && o.QueueDepth <= 1<<20, "queue_depth: %d, want 1..1048576", o.QueueDepth)
