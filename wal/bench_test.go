@@ -47,34 +47,13 @@ func BenchmarkAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			recs := benchRecords()
-			sem := make(chan struct{}, benchWindow)
-			var wg sync.WaitGroup
-			var failed atomic.Int64
-			cb := func(_ Position, err error) {
-				if err != nil {
-					failed.Add(1)
-				}
-				<-sem
-				wg.Done()
-			}
 			peak := watchHeap()
 			runtime.GC()
 			b.ReportAllocs()
 			b.ResetTimer()
-			start := time.Now()
-			wg.Add(b.N)
-			for i := 0; i < b.N; i++ {
-				sem <- struct{}{}
-				l.AppendAsync(&recs[i%benchDevices], cb)
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
+			elapsed := appendBench(b, l, benchWindow)
 			b.StopTimer()
 			heap := peak()
-			if failed.Load() > 0 {
-				b.Fatalf("%d appends failed", failed.Load())
-			}
 			runtime.GC()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
@@ -97,6 +76,34 @@ func BenchmarkRawTidwallBatch256(b *testing.B) {
 	b.ReportAllocs()
 	rate := rawTidwallRate(b, b.N, 256, DurabilityAlways, 0)
 	b.ReportMetric(rate, "records/s")
+}
+
+// appendBench appends b.N bench records with at most window outstanding and
+// returns how long it took until the last was acknowledged.
+func appendBench(b *testing.B, l *Log, window int) time.Duration {
+	recs := benchRecords()
+	sem := make(chan struct{}, window)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	cb := func(_ Position, err error) {
+		if err != nil {
+			failed.Add(1)
+		}
+		<-sem
+		wg.Done()
+	}
+	start := time.Now()
+	wg.Add(b.N)
+	for i := 0; i < b.N; i++ {
+		sem <- struct{}{}
+		l.AppendAsync(&recs[i%benchDevices], cb)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if failed.Load() > 0 {
+		b.Fatalf("%d appends failed", failed.Load())
+	}
+	return elapsed
 }
 
 // rawTidwallRate appends n encoded records to one plain tidwall/wal log in
@@ -249,19 +256,9 @@ func BenchmarkAppendWindow(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer l.Close()
-				recs := benchRecords()
-				sem := make(chan struct{}, 256)
-				var wg sync.WaitGroup
-				cb := func(Position, error) { <-sem; wg.Done() }
 				b.ResetTimer()
-				start := time.Now()
-				wg.Add(b.N)
-				for i := 0; i < b.N; i++ {
-					sem <- struct{}{}
-					l.AppendAsync(&recs[i%benchDevices], cb)
-				}
-				wg.Wait()
-				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "appends/s")
+				elapsed := appendBench(b, l, 256)
+				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")
 				c := l.Stats().Commit
 				b.ReportMetric(float64(c.RoundRecords)/float64(max(c.Rounds, 1)), "records/round")
 				b.ReportMetric(float64(c.Fsyncs)/float64(max(c.Rounds, 1)), "fsyncs/round")

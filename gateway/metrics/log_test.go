@@ -2,8 +2,6 @@ package metrics
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,18 +48,5 @@ func TestLogExpositionGolden(t *testing.T) {
 			t.Errorf("%s = %v, want %v", key, v[key], want)
 		}
 	}
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		out := filepath.Join(t.TempDir(), "log.txt")
-		_ = os.WriteFile(out, got, 0o644)
-		t.Errorf("exposition differs from %s; got written to %s:\n%s", golden, out, got)
-	}
+	compareGolden(t, golden, got)
 }
