@@ -241,14 +241,15 @@ func BenchmarkOpen(b *testing.B) {
 }
 
 // BenchmarkAppendWindow is one publisher with 256 appends outstanding (as a
-// NATS publisher with 256 pub-acks in flight) under durability interval, with
-// the fsyncs of a round run one after the other or some at once.
+// NATS publisher with 256 pub-acks in flight), or four (1,024), under
+// durability interval, with the fsyncs of a round run one after the other or
+// some at once.
 func BenchmarkAppendWindow(b *testing.B) {
-	for _, workers := range []int{1, 4, 10} {
-		for _, commitBytes := range []int{16 << 10, 48 << 10} {
-			b.Run(fmt.Sprintf("sync_workers=%d/commit_bytes=%dk", workers, commitBytes>>10), func(b *testing.B) {
+	for _, window := range []int{256, 1024} {
+		for _, workers := range []int{1, 4, 10} {
+			b.Run(fmt.Sprintf("window=%d/sync_workers=%d", window, workers), func(b *testing.B) {
 				o := DefaultOptions()
-				o.SyncWorkers, o.CommitBytes = workers, commitBytes
+				o.SyncWorkers = workers
 				o.RetentionInterval, o.CheckpointInterval = time.Hour, time.Hour
 				o.MaxBytes = 0
 				l, err := Open(b.TempDir(), o, quietLogger())
@@ -257,7 +258,7 @@ func BenchmarkAppendWindow(b *testing.B) {
 				}
 				defer l.Close()
 				b.ResetTimer()
-				elapsed := appendBench(b, l, 256)
+				elapsed := appendBench(b, l, window)
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")
 				c := l.Stats().Commit
 				b.ReportMetric(float64(c.RoundRecords)/float64(max(c.Rounds, 1)), "records/round")
