@@ -11,7 +11,7 @@ export CGO_ENABLED = 0
 # Tools the tests run (the nats CLI) are installed with go install.
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: help build run test test-deps unit fuzz lint cross bench package firmware-test clean
+.PHONY: help build run test test-deps unit fuzz lint cross bench bench-peers package firmware-test clean
 
 help:
 	@echo "make build   build bin/edgeq for this machine"
@@ -19,6 +19,7 @@ help:
 	@echo "make test    install what the tests need (apt-get, as root), lint, race tests, short fuzz runs"
 	@echo "make cross   static stripped linux/arm64 and linux/arm (v7) binaries in bin/"
 	@echo "make bench   benchmarks (figures for the issue notes)"
+	@echo "make bench-peers  edgeq against JetStream, core NATS and raw tidwall/wal, side by side (not in CI)"
 	@echo "make lint    gofmt and go vet"
 
 build:
@@ -68,6 +69,11 @@ firmware-test: cross
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...
+
+# edgeq against nats-server JetStream, core NATS and a raw tidwall/wal loop,
+# same client and workload (scripts/bench-peers.sh); CI does not run it.
+bench-peers:
+	scripts/bench-peers.sh $(BENCH_PEERS_FLAGS)
 
 clean:
 	rm -rf $(BIN) dist

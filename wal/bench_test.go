@@ -47,40 +47,19 @@ func BenchmarkAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			recs := benchRecords()
-			sem := make(chan struct{}, benchWindow)
-			var wg sync.WaitGroup
-			var failed atomic.Int64
-			cb := func(_ Position, err error) {
-				if err != nil {
-					failed.Add(1)
-				}
-				<-sem
-				wg.Done()
-			}
 			peak := watchHeap()
 			runtime.GC()
 			b.ReportAllocs()
 			b.ResetTimer()
-			start := time.Now()
-			wg.Add(b.N)
-			for i := 0; i < b.N; i++ {
-				sem <- struct{}{}
-				l.AppendAsync(&recs[i%benchDevices], cb)
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
+			elapsed := appendBench(b, l, benchWindow)
 			b.StopTimer()
 			heap := peak()
-			if failed.Load() > 0 {
-				b.Fatalf("%d appends failed", failed.Load())
-			}
 			runtime.GC()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
 			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "live-heap-MiB")
 			l.Close()
-			raw := rawTidwallRate(b, b.N, mode, o.FsyncInterval)
+			raw := rawTidwallRate(b, b.N, 512, mode, o.FsyncInterval)
 			rate := float64(b.N) / elapsed.Seconds()
 			b.ReportMetric(rate, "appends/s")
 			b.ReportMetric(rate/raw, "x-raw")
@@ -89,9 +68,48 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkRawTidwallBatch256 is the floor under edgeq's durable appends: the
+// same encoded records (150-byte payloads, 1,000 devices) written to one plain
+// tidwall/wal log with WriteBatch of 256 entries, each batch followed by an
+// fsync (scripts/bench-peers.sh runs it on the disk of the other benchmarks).
+func BenchmarkRawTidwallBatch256(b *testing.B) {
+	b.ReportAllocs()
+	rate := rawTidwallRate(b, b.N, 256, DurabilityAlways, 0)
+	b.ReportMetric(rate, "records/s")
+}
+
+// appendBench appends b.N bench records with at most window outstanding and
+// returns how long it took until the last was acknowledged.
+func appendBench(b *testing.B, l *Log, window int) time.Duration {
+	recs := benchRecords()
+	sem := make(chan struct{}, window)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	cb := func(_ Position, err error) {
+		if err != nil {
+			failed.Add(1)
+		}
+		<-sem
+		wg.Done()
+	}
+	start := time.Now()
+	wg.Add(b.N)
+	for i := 0; i < b.N; i++ {
+		sem <- struct{}{}
+		l.AppendAsync(&recs[i%benchDevices], cb)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if failed.Load() > 0 {
+		b.Fatalf("%d appends failed", failed.Load())
+	}
+	return elapsed
+}
+
 // rawTidwallRate appends n encoded records to one plain tidwall/wal log in
-// batches of 512 with the same fsync policy and returns records per second.
-func rawTidwallRate(b *testing.B, n int, mode Durability, interval time.Duration) float64 {
+// batches of the given size with the same fsync policy and returns records
+// per second.
+func rawTidwallRate(b *testing.B, n, batchSize int, mode Durability, interval time.Duration) float64 {
 	dir := b.TempDir()
 	l, err := twal.Open(dir, &twal.Options{NoSync: true, SegmentSize: 1 << 20, SegmentCacheSize: 1, NoCopy: true})
 	if err != nil {
@@ -110,7 +128,7 @@ func rawTidwallRate(b *testing.B, n int, mode Durability, interval time.Duration
 	lastSync := start
 	idx := uint64(1)
 	for done := 0; done < n; {
-		k := min(512, n-done)
+		k := min(batchSize, n-done)
 		for j := 0; j < k; j++ {
 			batch.Write(idx, encoded[(done+j)%len(encoded)])
 			idx++
@@ -219,5 +237,33 @@ func BenchmarkOpen(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// BenchmarkAppendWindow is one publisher with 256 appends outstanding (as a
+// NATS publisher with 256 pub-acks in flight), or four (1,024), under
+// durability interval, with the fsyncs of a round run one after the other or
+// some at once.
+func BenchmarkAppendWindow(b *testing.B) {
+	for _, window := range []int{256, 1024} {
+		for _, workers := range []int{1, 4, 10} {
+			b.Run(fmt.Sprintf("window=%d/sync_workers=%d", window, workers), func(b *testing.B) {
+				o := DefaultOptions()
+				o.SyncWorkers = workers
+				o.RetentionInterval, o.CheckpointInterval = time.Hour, time.Hour
+				o.MaxBytes = 0
+				l, err := Open(b.TempDir(), o, quietLogger())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				b.ResetTimer()
+				elapsed := appendBench(b, l, window)
+				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")
+				c := l.Stats().Commit
+				b.ReportMetric(float64(c.RoundRecords)/float64(max(c.Rounds, 1)), "records/round")
+				b.ReportMetric(float64(c.Fsyncs)/float64(max(c.Rounds, 1)), "fsyncs/round")
+			})
+		}
 	}
 }

@@ -1,8 +1,9 @@
 // Package wal is edgeq's partitioned telemetry log on tidwall/wal.
 //
 // A Log has Partitions normal and HotPartitions isolation partitions, each one
-// tidwall/wal log in its own directory, written by one goroutine that group
-// commits. Every record carries a version and a CRC32C; a torn or garbage tail
+// tidwall/wal log in its own directory, written by its own goroutine. One
+// committer for the whole log group commits: it runs fsync rounds over the
+// partitions with unsynced data (commit.go). Every record carries a version and a CRC32C; a torn or garbage tail
 // is cut on open, a bad record inside the log is skipped and counted.
 //
 // Contract:
@@ -49,7 +50,9 @@ type Log struct {
 	lock   *os.File
 
 	parts   []*partition
-	writers []chan struct{}
+	commit  *committer
+	drained sync.WaitGroup // writers that have not yet drained their closed queue
+	writers sync.WaitGroup // writer goroutines running
 
 	// mu orders appends: sequence numbers, routing and the enqueue into a
 	// partition's writer happen under it, so a partition's offsets follow its
@@ -128,11 +131,16 @@ func Open(dir string, opts Options, logger *slog.Logger) (*Log, error) {
 		return nil, err
 	}
 	l.report.Duration = time.Since(start)
+	l.commit = newCommitter(l.parts, &l.opts)
 	for _, p := range l.parts {
-		done := make(chan struct{})
-		l.writers = append(l.writers, done)
-		go p.run(done)
+		l.drained.Add(1)
+		l.writers.Add(1)
+		go func() {
+			defer l.writers.Done()
+			p.run(l.commit, &l.drained)
+		}()
 	}
+	go l.commit.run()
 	go l.background()
 	return l, nil
 }
@@ -223,9 +231,10 @@ func (l *Log) Append(ctx context.Context, rec *Record) (Position, error) {
 }
 
 // AppendAsync queues rec and calls cb exactly once with its position when it is
-// durable, or with an error. cb runs on a writer goroutine (or on the caller's
-// when the append is refused at once) and must not block; it is how bridges and
-// connections acknowledge publishers after group commit. The log reads rec until
+// durable, or with an error. cb runs on a partition's writer goroutine (or on
+// the caller's goroutine when the append is refused at once) and must not
+// block; it is how bridges and connections acknowledge publishers after group
+// commit. The log reads rec until
 // cb is called. AppendAsync blocks only while the partition's queue is full.
 func (l *Log) AppendAsync(rec *Record, cb func(Position, error)) {
 	r := getReq()
@@ -293,7 +302,7 @@ func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 	}
 }
 
-// Close stops the writers after they have made everything queued durable,
+// Close stops the writers and the committer after they have made everything queued durable,
 // checkpoints the device table and releases the directory lock.
 func (l *Log) Close() error {
 	l.mu.Lock()
@@ -306,9 +315,10 @@ func (l *Log) Close() error {
 		close(p.reqs)
 	}
 	l.mu.Unlock()
-	for _, done := range l.writers {
-		<-done
-	}
+	l.drained.Wait()
+	close(l.commit.stop)
+	<-l.commit.done
+	l.writers.Wait()
 	close(l.stop)
 	<-l.bgDone
 	errs := []error{l.checkpoint(), l.offsets.Flush()}

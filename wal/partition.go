@@ -18,11 +18,12 @@ import (
 )
 
 // partition is one tidwall/wal log in its own directory with one writer
-// goroutine that owns its tail. Locking:
+// goroutine that owns its tail; it fsyncs when the log's committer orders it
+// to (commit.go). Locking:
 //   - mu guards the tidwall handle pointer and serializes every tidwall call except
 //     the writer's WriteBatch/Sync (tidwall's concurrent Reads panic, GOTCHAS 1.6;
 //     tidwall's own lock orders a Read against a write).
-//   - the writer goroutine alone writes and alone replaces the handle (under mu).
+//   - the writer goroutine alone writes, fsyncs and replaces the handle (under mu).
 type partition struct {
 	id     int
 	dir    string
@@ -37,6 +38,7 @@ type partition struct {
 	// Written by the writer only; read by anyone.
 	last    atomic.Uint64 // last index written to the OS
 	durable atomic.Uint64 // high-water mark: last index durable under the mode
+	synced  atomic.Uint64 // last index covered by a successful fsync
 	first   atomic.Uint64 // first index still in the log
 	size    atomic.Int64  // bytes of all segment files
 
@@ -47,10 +49,16 @@ type partition struct {
 
 	stats partitionStats
 
+	dirty     atomic.Bool   // has unsynced data the committer has not ordered synced yet
+	syncOrder chan struct{} // cap 1: the committer's order to fsync now
+
 	// writer-owned
-	batch     twal.Batch
-	scratch   []byte
-	tailBytes int // bytes in the tail segment, to notice when tidwall cycles
+	batch        twal.Batch
+	scratch      []byte
+	tailBytes    int          // bytes in the tail segment, to notice when tidwall cycles
+	pending      []*appendReq // written to the OS, waiting for the next fsync round
+	pendingBytes int
+	collectBuf   []*appendReq
 }
 
 // FsyncBounds are the upper bounds of the fsync latency histogram.
@@ -65,6 +73,7 @@ var FsyncBounds = []time.Duration{
 type partitionStats struct {
 	appends      atomic.Uint64
 	appendBytes  atomic.Uint64
+	written      atomic.Uint64 // bytes handed to the OS, rewrites after an error included
 	batches      atomic.Uint64
 	fsyncs       atomic.Uint64
 	writeErrors  atomic.Uint64
@@ -93,13 +102,14 @@ func twalOptions(o *Options) *twal.Options {
 // it repaired in the returned openReport.
 func openPartition(id int, dir string, opts *Options, logger *slog.Logger) (*partition, openReport, error) {
 	p := &partition{
-		id:       id,
-		dir:      dir,
-		opts:     opts,
-		logger:   logger.With("partition", id),
-		reqs:     make(chan *appendReq, opts.QueueDepth),
-		notify:   make(chan struct{}),
-		segTimes: make(map[uint64]int64),
+		id:        id,
+		dir:       dir,
+		opts:      opts,
+		logger:    logger.With("partition", id),
+		reqs:      make(chan *appendReq, opts.QueueDepth),
+		syncOrder: make(chan struct{}, 1),
+		notify:    make(chan struct{}),
+		segTimes:  make(map[uint64]int64),
 	}
 	p.stats.fsyncLatency = hist.New(FsyncBounds)
 	rep, err := p.open()
@@ -184,6 +194,7 @@ func (p *partition) open() (openReport, error) {
 	p.first.Store(first)
 	p.last.Store(last)
 	p.durable.Store(last)
+	p.synced.Store(last)
 	if p.tailBytes, err = p.refreshSize(); err != nil {
 		_ = l.Close()
 		return rep, err
@@ -252,91 +263,10 @@ func (p *partition) waitChan() <-chan struct{} {
 	return ch
 }
 
-// run is the writer goroutine: group commit under the durability mode.
-func (p *partition) run(done chan<- struct{}) {
-	defer close(done)
-	var (
-		pending  []*appendReq // written, waiting for fsync
-		batch    = make([]*appendReq, 0, p.opts.MaxBatch)
-		lastSync = time.Now()
-		timer    = time.NewTimer(time.Hour)
-		timerOn  bool
-	)
-	timer.Stop()
-	for {
-		var req *appendReq
-		ok := true
-		if len(pending) == 0 {
-			req, ok = <-p.reqs
-		} else {
-			select {
-			case req, ok = <-p.reqs:
-			case <-timer.C:
-				timerOn = false
-				pending = p.flush(pending)
-				lastSync = time.Now()
-				continue
-			}
-		}
-		if !ok {
-			if len(pending) > 0 {
-				p.flush(pending)
-			}
-			return
-		}
-		batch = append(batch[:0], req)
-	drain:
-		for len(batch) < cap(batch) {
-			select {
-			case r, more := <-p.reqs:
-				if !more {
-					break drain // the next receive sees the close
-				}
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
-		err := p.writeReqs(batch)
-		if err != nil {
-			// The handle was repaired back to the last good record; one retry
-			// covers a transient error, a persistent one (ENOSPC) fails the batch.
-			err = p.writeReqs(batch)
-		}
-		if err != nil {
-			completeAll(batch, err)
-		} else {
-			pending = append(pending, batch...)
-		}
-		if len(pending) == 0 {
-			continue
-		}
-		switch p.opts.Durability {
-		case DurabilityNone:
-			p.publishDurable(p.last.Load())
-			completeAll(pending, nil)
-			pending = pending[:0]
-		case DurabilityAlways:
-			pending = p.flush(pending)
-		case DurabilityInterval:
-			if since := time.Since(lastSync); since >= p.opts.FsyncInterval {
-				if timerOn {
-					timer.Stop()
-					timerOn = false
-				}
-				pending = p.flush(pending)
-				lastSync = time.Now()
-			} else if !timerOn {
-				timer.Reset(p.opts.FsyncInterval - since)
-				timerOn = true
-			}
-		}
-	}
-}
-
-// writeReqs encodes reqs and writes them as one tidwall batch. On error the
-// partition is cut back to its last good record and reopened.
-func (p *partition) writeReqs(reqs []*appendReq) error {
+// writeReqs encodes reqs and writes them as one tidwall batch (one write to
+// the OS, no fsync). On error the partition is cut back to its last good
+// record and reopened. It returns the bytes written.
+func (p *partition) writeReqs(reqs []*appendReq) (int, error) {
 	next := p.last.Load() + 1
 	p.batch.Clear()
 	var bytes int
@@ -359,8 +289,9 @@ func (p *partition) writeReqs(reqs []*appendReq) error {
 	}
 	if err := p.log.WriteBatch(&p.batch); err != nil {
 		p.stats.writeErrors.Add(1)
-		return p.recover(p.last.Load(), fmt.Errorf("wal: write partition %d: %w", p.id, err))
+		return 0, p.recover(p.last.Load(), fmt.Errorf("wal: write partition %d: %w", p.id, err))
 	}
+	p.stats.written.Add(uint64(bytes))
 	p.tailBytes = tail
 	p.size.Add(int64(bytes))
 	if cycled {
@@ -377,24 +308,54 @@ func (p *partition) writeReqs(reqs []*appendReq) error {
 	p.stats.appends.Add(uint64(len(reqs)))
 	p.stats.appendBytes.Add(uint64(bytes))
 	p.stats.batches.Add(1)
-	return nil
+	return bytes, nil
+}
+
+// write writes a batch of new appends and adds them to pending. One retry
+// covers a transient error (the handle was repaired back to the last good
+// record); a persistent one (ENOSPC) fails the batch at once.
+func (p *partition) write(batch []*appendReq) {
+	n, err := p.writeReqs(batch)
+	if err != nil {
+		n, err = p.writeReqs(batch)
+	}
+	if err != nil {
+		completeAll(batch, err)
+		return
+	}
+	p.pending = append(p.pending, batch...)
+	p.pendingBytes += n
+}
+
+// commit completes pending: after an fsync (sync true) or, under
+// durability none, as written to the OS.
+func (p *partition) commit(sync bool) {
+	if sync {
+		p.flush(p.pending)
+	} else {
+		p.publishDurable(p.last.Load())
+		completeAll(p.pending, nil)
+	}
+	clear(p.pending) // drop the references: requests go back to their pool
+	p.pending = p.pending[:0]
+	p.pendingBytes = 0
 }
 
 // flush fsyncs and completes pending appends. On a failed fsync the data
 // written since the last good fsync is in an unknown state: cut back to the
 // durable mark, write the pending records again and fsync once more.
-func (p *partition) flush(pending []*appendReq) []*appendReq {
+func (p *partition) flush(pending []*appendReq) {
 	err := p.sync()
 	if err != nil {
-		if err = p.writeReqs(pending); err == nil {
+		if _, err = p.writeReqs(pending); err == nil {
 			err = p.sync()
 		}
 	}
 	if err == nil {
+		p.synced.Store(p.last.Load())
 		p.publishDurable(p.last.Load())
 	}
 	completeAll(pending, err)
-	return pending[:0]
 }
 
 func (p *partition) sync() error {
@@ -439,6 +400,9 @@ func (p *partition) recover(keep uint64, cause error) error {
 	p.last.Store(last)
 	if last < p.durable.Load() {
 		p.durable.Store(last)
+	}
+	if last < p.synced.Load() {
+		p.synced.Store(last)
 	}
 	if p.tailBytes, err = p.refreshSize(); err != nil {
 		p.logger.Warn("recount partition size after repair", "err", err)

@@ -12,6 +12,7 @@ type PartitionStats struct {
 	Bytes         int64
 	Appends       uint64
 	AppendBytes   uint64
+	WrittenBytes  uint64 // bytes written to the OS (rewrites after an error included)
 	Batches       uint64
 	Fsyncs        uint64
 	WriteErrors   uint64
@@ -34,6 +35,8 @@ type Stats struct {
 	// Rejected appends by reason: bad_device_id, too_large, too_many_devices,
 	// full, closed.
 	Rejected map[string]uint64
+	// Commit is the node-wide commit schedule: fsync rounds, fsyncs, bytes.
+	Commit CommitStats
 }
 
 // Stats returns counters and positions of every partition.
@@ -49,6 +52,7 @@ func (l *Log) Stats() Stats {
 			Bytes:         p.size.Load(),
 			Appends:       p.stats.appends.Load(),
 			AppendBytes:   p.stats.appendBytes.Load(),
+			WrittenBytes:  p.stats.written.Load(),
 			Batches:       p.stats.batches.Load(),
 			Fsyncs:        p.stats.fsyncs.Load(),
 			WriteErrors:   p.stats.writeErrors.Load(),
@@ -62,6 +66,7 @@ func (l *Log) Stats() Stats {
 		s.Bytes += ps.Bytes
 		s.Partitions = append(s.Partitions, ps)
 	}
+	s.Commit = l.commit.stats(s.Partitions)
 	l.mu.Lock()
 	s.Devices = l.devices.Len()
 	l.mu.Unlock()

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,8 +27,10 @@ type benchResult struct {
 	Size          int     `json:"size"`
 	Publishers    int     `json:"publishers"`
 	Workers       int     `json:"workers"`
-	PublishPerSec float64 `json:"publish_per_sec"` // until the last pub-ack (durable) or publish flush (core)
-	DeliverPerSec float64 `json:"deliver_per_sec"` // until the last delivery
+	Window        int     `json:"window"`
+	Backlog       bool    `json:"backlog,omitempty"` // workers started after the last pub-ack
+	PublishPerSec float64 `json:"publish_per_sec"`   // until the last pub-ack (durable, jetstream) or publish flush (core)
+	DeliverPerSec float64 `json:"deliver_per_sec"`   // until the last delivery; with backlog, from the workers' start
 	P50ms         float64 `json:"p50_ms"`
 	P90ms         float64 `json:"p90_ms"`
 	P99ms         float64 `json:"p99_ms"`
@@ -39,28 +42,32 @@ type benchResult struct {
 // workers in one queue group receive (and, in durable mode, ack) them, and
 // the publish→delivery latency is measured from a timestamp in the payload.
 // Durable mode talks to edgeq (pub-acks, stored, acked deliveries); core mode
-// uses plain core-NATS subjects, so the same run works against nats-server.
+// uses plain core-NATS subjects, so the same run works against nats-server;
+// jetstream mode runs the same workload against nats-server's JetStream (a
+// file-store stream, PublishAsync with the same window, a push deliver group
+// with explicit acks), so the peers are measured with the same client code.
 func runBench(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cf clientFlags
 	cf.register(fs)
-	mode := fs.String("mode", "durable", "durable (edgeq: pub-acks, queue group with acks) or core (plain NATS subjects, e.g. against nats-server)")
+	mode := fs.String("mode", "durable", "durable (edgeq: pub-acks, queue group with acks), core (plain NATS subjects, e.g. against nats-server) or jetstream (nats-server -js: stream, PublishAsync, deliver group with acks)")
 	msgs := fs.Int("msgs", 100_000, "messages to publish")
 	devices := fs.Int("devices", 1000, "distinct devices")
 	size := fs.Int("size", 150, "payload bytes (at least 16)")
 	pubs := fs.Int("publishers", 4, "publishing connections")
 	workers := fs.Int("workers", 4, "worker connections in the queue group")
 	queue := fs.String("queue", "bench", "queue group name")
-	window := fs.Int("window", 1000, "unacknowledged publishes per publisher (durable mode)")
+	window := fs.Int("window", 1000, "unacknowledged publishes per publisher (durable and jetstream modes)")
+	backlog := fs.Bool("backlog", false, "start the workers only after the last pub-ack: they drain a backlog (edgeq needs the queue group declared with deliver: all)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	rate := fs.Int("rate", 0, "publish at most this many msgs/s in total (0: as fast as possible)")
 	workerServer := fs.String("worker-server", "", "NATS URL the workers connect to (default: --server), e.g. another node of a cluster")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *mode != "durable" && *mode != "core" {
-		fmt.Fprintln(stderr, "edgeq bench: --mode is durable or core")
+	if *mode != "durable" && *mode != "core" && *mode != "jetstream" {
+		fmt.Fprintln(stderr, "edgeq bench: --mode is durable, core or jetstream")
 		return 2
 	}
 	*size = max(*size, 16)
@@ -68,7 +75,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if *workerServer != "" {
 		wf.server = *workerServer
 	}
-	res, err := bench(cf, wf, *mode, *msgs, *devices, *size, *pubs, *workers, *queue, *window, *rate, stderr)
+	res, err := bench(cf, wf, benchSpec{mode: *mode, total: *msgs, devices: *devices, size: *size, pubs: *pubs,
+		workers: *workers, queue: *queue, window: *window, rate: *rate, backlog: *backlog}, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "edgeq bench: %v\n", err)
 		return 1
@@ -92,15 +100,29 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// benchSpec is one bench run's workload.
+type benchSpec struct {
+	mode                                        string
+	total, devices, size, pubs, workers, window int
+	queue                                       string
+	rate                                        int
+	backlog                                     bool
+}
+
+// jsStream is the stream jetstream mode creates (and deletes first).
+const jsStream = "EDGEQBENCH"
+
 // bench publishes through cf and consumes through wf (the same node, or
 // another node of a cluster).
-func bench(cf, wf clientFlags, mode string, total, devices, size, nPubs, nWorkers int, queue string, window, rate int, progress io.Writer) (benchResult, error) {
-	res := benchResult{Mode: mode, Server: cf.server, Msgs: total, Devices: devices, Size: size, Publishers: nPubs, Workers: nWorkers}
+func bench(cf, wf clientFlags, sp benchSpec, progress io.Writer) (benchResult, error) {
+	total, mode := sp.total, sp.mode
+	res := benchResult{Mode: mode, Server: cf.server, Msgs: total, Devices: sp.devices, Size: sp.size,
+		Publishers: sp.pubs, Workers: sp.workers, Window: sp.window, Backlog: sp.backlog}
 	if wf.server != cf.server {
 		res.WorkerServer = wf.server
 	}
 	prefix := cf.prefix
-	if mode == "core" {
+	if mode != "durable" {
 		prefix = "bench"
 	}
 	latencies := make([]int64, total) // indexed by message number: bounded by --msgs
@@ -114,46 +136,74 @@ func bench(cf, wf clientFlags, mode string, total, devices, size, nPubs, nWorker
 			nc.Close()
 		}
 	}()
-	for w := 0; w < nWorkers; w++ {
-		nc, err := wf.connect(fmt.Sprintf("edgeq bench worker %d", w))
+	if mode == "jetstream" {
+		nc, err := cf.connect("edgeq bench setup")
 		if err != nil {
 			return res, err
 		}
 		conns = append(conns, nc)
-		sub, err := nc.QueueSubscribe(prefix+".>", queue, func(m *nats.Msg) {
-			now := time.Now().UnixNano()
-			if len(m.Data) >= 16 {
-				id := binary.LittleEndian.Uint64(m.Data[8:])
-				if id < uint64(total) {
-					if seen[id].Swap(true) {
-						dupes.Add(1)
-					} else {
-						latencies[id] = now - int64(binary.LittleEndian.Uint64(m.Data))
-						if delivered.Add(1) == int64(total) {
-							closeOnce.Do(func() { close(allDelivered) })
-						}
+		if err := setupStream(nc, prefix, sp.queue, sp.workers*256); err != nil {
+			return res, err
+		}
+	}
+	onMsg := func(m *nats.Msg) {
+		now := time.Now().UnixNano()
+		if len(m.Data) >= 16 {
+			id := binary.LittleEndian.Uint64(m.Data[8:])
+			if id < uint64(total) {
+				if seen[id].Swap(true) {
+					dupes.Add(1)
+				} else {
+					latencies[id] = now - int64(binary.LittleEndian.Uint64(m.Data))
+					if delivered.Add(1) == int64(total) {
+						closeOnce.Do(func() { close(allDelivered) })
 					}
 				}
 			}
-			if mode == "durable" {
-				if err := m.Ack(); err != nil {
-					errs.Add(1)
-				}
-			}
-		})
-		if err != nil {
-			return res, err
 		}
-		_ = sub.SetPendingLimits(-1, -1)
-		if err := nc.Flush(); err != nil {
+		if mode != "core" {
+			if err := m.Ack(); err != nil {
+				errs.Add(1)
+			}
+		}
+	}
+	startWorkers := func() error {
+		for w := 0; w < sp.workers; w++ {
+			nc, err := wf.connect(fmt.Sprintf("edgeq bench worker %d", w))
+			if err != nil {
+				return err
+			}
+			conns = append(conns, nc)
+			var sub *nats.Subscription
+			if mode == "jetstream" {
+				js, err := nc.JetStream()
+				if err != nil {
+					return err
+				}
+				sub, err = js.QueueSubscribe(prefix+".>", sp.queue, onMsg, nats.Bind(jsStream, sp.queue), nats.ManualAck())
+				if err != nil {
+					return fmt.Errorf("jetstream subscribe: %w", err)
+				}
+			} else if sub, err = nc.QueueSubscribe(prefix+".>", sp.queue, onMsg); err != nil {
+				return err
+			}
+			_ = sub.SetPendingLimits(-1, -1)
+			if err := nc.Flush(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !sp.backlog {
+		if err := startWorkers(); err != nil {
 			return res, err
 		}
 	}
 	start := time.Now()
 	var published atomic.Int64
 	var pubWG sync.WaitGroup
-	per := (total + nPubs - 1) / nPubs
-	for p := 0; p < nPubs; p++ {
+	per := (total + sp.pubs - 1) / sp.pubs
+	for p := 0; p < sp.pubs; p++ {
 		nc, err := cf.connect(fmt.Sprintf("edgeq bench publisher %d", p))
 		if err != nil {
 			return res, err
@@ -167,10 +217,10 @@ func bench(cf, wf clientFlags, mode string, total, devices, size, nPubs, nWorker
 		go func(nc *nats.Conn, from, to int) {
 			defer pubWG.Done()
 			perPub := 0
-			if rate > 0 {
-				perPub = max(rate/nPubs, 1)
+			if sp.rate > 0 {
+				perPub = max(sp.rate/sp.pubs, 1)
 			}
-			if err := publishRange(nc, mode, prefix, from, to, devices, size, window, perPub, &published, &errs); err != nil {
+			if err := publishRange(nc, mode, prefix, from, to, sp.devices, sp.size, sp.window, perPub, &published, &errs); err != nil {
 				fmt.Fprintf(progress, "publisher: %v\n", err)
 			}
 		}(nc, from, to)
@@ -178,13 +228,21 @@ func bench(cf, wf clientFlags, mode string, total, devices, size, nPubs, nWorker
 	stopProgress := showProgress(progress, total, &published, &delivered)
 	pubWG.Wait()
 	pubDone := time.Since(start)
+	deliverStart := start
+	if sp.backlog {
+		deliverStart = time.Now()
+		if err := startWorkers(); err != nil {
+			stopProgress()
+			return res, err
+		}
+	}
 	select {
 	case <-allDelivered:
 	case <-time.After(2*time.Minute + pubDone):
 		stopProgress()
 		return res, fmt.Errorf("only %d of %d messages delivered", delivered.Load(), total)
 	}
-	deliverDone := time.Since(start)
+	deliverDone := time.Since(deliverStart)
 	stopProgress()
 	slices.Sort(latencies)
 	q := func(f float64) float64 { return float64(latencies[int(f*float64(total-1))]) / 1e6 }
@@ -195,10 +253,36 @@ func bench(cf, wf clientFlags, mode string, total, devices, size, nPubs, nWorker
 	return res, nil
 }
 
+// setupStream (re)creates the bench stream (file store) and a durable push
+// consumer with a deliver group: explicit acks, everything from the start,
+// maxAckPending unacked messages (edgeq's credit: 256 per member).
+func setupStream(nc *nats.Conn, prefix, queue string, maxAckPending int) error {
+	js, err := nc.JetStream()
+	if err != nil {
+		return err
+	}
+	_ = js.DeleteStream(jsStream)
+	if _, err := js.AddStream(&nats.StreamConfig{Name: jsStream, Subjects: []string{prefix + ".>"}, Storage: nats.FileStorage}); err != nil {
+		return fmt.Errorf("jetstream: add stream: %w", err)
+	}
+	_, err = js.AddConsumer(jsStream, &nats.ConsumerConfig{
+		Durable: queue, DeliverSubject: nats.NewInbox(), DeliverGroup: queue,
+		AckPolicy: nats.AckExplicitPolicy, DeliverPolicy: nats.DeliverAllPolicy,
+		MaxAckPending: maxAckPending, AckWait: 30 * time.Second,
+	})
+	if err != nil {
+		return fmt.Errorf("jetstream: add consumer: %w", err)
+	}
+	return nil
+}
+
 // publishRange publishes messages from..to-1. Payload: 8 bytes publish time,
 // 8 bytes message number, then padding. In durable mode each publish carries a
 // reply subject and at most window wait for their pub-ack.
 func publishRange(nc *nats.Conn, mode, prefix string, from, to, devices, size, window, rate int, published, errs *atomic.Int64) error {
+	if mode == "jetstream" {
+		return publishJetStream(nc, prefix, from, to, devices, size, window, rate, published, errs)
+	}
 	var acks chan struct{}
 	var inbox string
 	if mode == "durable" {
@@ -214,22 +298,10 @@ func publishRange(nc *nats.Conn, mode, prefix string, from, to, devices, size, w
 			return err
 		}
 	}
-	payload := make([]byte, size)
-	for i := range payload[16:] {
-		payload[16+i] = 'x'
-	}
-	subjects := make([]string, devices)
-	for d := range subjects {
-		subjects[d] = fmt.Sprintf("%s.bench-%05d", prefix, d)
-	}
-	start := time.Now()
+	payload, subjects := benchPayload(prefix, size, devices)
+	pace := pacer(rate)
 	for i := from; i < to; i++ {
-		if rate > 0 {
-			// Paced: message k of this publisher is due at start + k/rate.
-			if wait := time.Until(start.Add(time.Duration(i-from) * time.Second / time.Duration(rate))); wait > 0 {
-				time.Sleep(wait)
-			}
-		}
+		pace(i - from)
 		binary.LittleEndian.PutUint64(payload, uint64(time.Now().UnixNano()))
 		binary.LittleEndian.PutUint64(payload[8:], uint64(i))
 		subject := subjects[i%devices]
@@ -251,6 +323,69 @@ func publishRange(nc *nats.Conn, mode, prefix string, from, to, devices, size, w
 		}
 	}
 	return nc.Flush()
+}
+
+// benchPayload returns a payload buffer (padding after the 16 bytes of time
+// and number) and the device subjects.
+func benchPayload(prefix string, size, devices int) ([]byte, []string) {
+	payload := make([]byte, size)
+	for i := range payload[16:] {
+		payload[16+i] = 'x'
+	}
+	subjects := make([]string, devices)
+	for d := range subjects {
+		subjects[d] = fmt.Sprintf("%s.bench-%05d", prefix, d)
+	}
+	return payload, subjects
+}
+
+// pacer returns a func that sleeps until message k is due (k/rate after the
+// first call); with rate 0 it never sleeps.
+func pacer(rate int) func(k int) {
+	start := time.Now()
+	return func(k int) {
+		if rate > 0 {
+			if wait := time.Until(start.Add(time.Duration(k) * time.Second / time.Duration(rate))); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
+	}
+}
+
+// publishJetStream publishes messages from..to-1 to a JetStream stream with
+// PublishAsync, at most window waiting for their pub-ack.
+func publishJetStream(nc *nats.Conn, prefix string, from, to, devices, size, window, rate int, published, errs *atomic.Int64) error {
+	js, err := nc.JetStream(nats.PublishAsyncMaxPending(window), nats.PublishAsyncErrHandler(func(nats.JetStream, *nats.Msg, error) {
+		errs.Add(1)
+	}))
+	if err != nil {
+		return err
+	}
+	pad, subjects := benchPayload(prefix, size, devices)
+	pace := pacer(rate)
+	for i := from; i < to; i++ {
+		pace(i - from)
+		payload := slices.Clone(pad) // PublishAsync keeps the message until its ack
+		binary.LittleEndian.PutUint64(payload, uint64(time.Now().UnixNano()))
+		binary.LittleEndian.PutUint64(payload[8:], uint64(i))
+		for {
+			_, err := js.PublishAsync(subjects[i%devices], payload)
+			if errors.Is(err, nats.ErrTooManyStalledMsgs) {
+				continue // the window stayed full for nats.go's stall wait (200ms): try again
+			}
+			if err != nil {
+				return err
+			}
+			break
+		}
+		published.Add(1)
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		return fmt.Errorf("jetstream: pub-acks missing after a minute")
+	}
+	return nil
 }
 
 // showProgress draws a progress bar on a terminal; elsewhere it stays quiet.

@@ -20,7 +20,7 @@ func commands() []command {
 		{"pub", "pub DEVICE [DATA]          publish one message durably (DATA or stdin) and print where it was stored", runPub},
 		{"sub", "sub [--queue Q] [SUBJECT]  print deliveries with their headers and ack them", runSub},
 		{"status", "status [--json] [--watch [--interval 2s]]\n                             show the node's status (--watch refreshes in place)", runStatus},
-		{"bench", "bench [--mode durable|core] [--msgs N] [--devices D] [--size B] [--publishers P] [--workers W]\n                             load generator: publish→delivery rate and latency", runBench},
+		{"bench", "bench [--mode durable|core|jetstream] [--backlog] [--window N] [--msgs N] [--devices D] [--size B] [--publishers P] [--workers W]\n                             load generator: publish→delivery rate and latency", runBench},
 		{"serial", "serial list                list serial ports with USB IDs (read from sysfs, nothing opened)", runSerial},
 		{"wal", "wal check DIR [--repair]   inspect (and repair) a data directory", runWal},
 		{"version", "version                    print version, commit, build date and architecture", runVersion},

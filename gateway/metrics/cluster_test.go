@@ -3,8 +3,6 @@ package metrics
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,20 +26,7 @@ func TestClusterExpositionGolden(t *testing.T) {
 	renderCluster(&enc{w: &b}, clusterSnapshot(t, 2))
 	got := b.Bytes()
 	mustLint(t, got)
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		out := filepath.Join(t.TempDir(), "cluster.txt")
-		_ = os.WriteFile(out, got, 0o644)
-		t.Errorf("exposition differs from %s; got written to %s:\n%s", golden, out, got)
-	}
+	compareGolden(t, golden, got)
 }
 
 // TestRenderClusterValues: what the cluster series say on the whole page,

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -141,6 +142,26 @@ func render(s *Snapshot) []byte {
 	var b bytes.Buffer
 	Render(&b, s)
 	return b.Bytes()
+}
+
+// compareGolden fails unless got equals the golden file (rewritten first
+// with -update); a differing exposition is left in a temp file for a diff.
+func compareGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("read golden file (run with -update to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		out := filepath.Join(t.TempDir(), filepath.Base(golden)+".txt")
+		_ = os.WriteFile(out, got, 0o644)
+		t.Errorf("exposition differs from %s; got written to %s:\n%s", golden, out, got)
+	}
 }
 
 func mustLint(t testing.TB, text []byte) lint.Report {

@@ -157,6 +157,27 @@ func renderLog(e *enc, s *Snapshot) {
 	for i := range l.Partitions {
 		e.hist("edgeq_log_fsync_duration_seconds", l.Partitions[i].FsyncLatency, "partition", parts[i])
 	}
+	renderCommit(e, &l.Commit)
+}
+
+// renderCommit writes the node-wide commit schedule (wal.CommitStats).
+func renderCommit(e *enc, c *wal.CommitStats) {
+	for _, f := range []struct {
+		name, help string
+		v          uint64
+	}{
+		{"edgeq_wal_fsyncs_total", "fsync calls on the log's segment files, all partitions together.", c.Fsyncs},
+		{"edgeq_wal_written_bytes_total", "Bytes the log wrote to the OS (page cache), all partitions together, rewrites after a write error included.", c.WrittenBytes},
+		{"edgeq_wal_commit_rounds_total", "Group-commit rounds: each one fsyncs every partition with unsynced appends, then acknowledges them.", c.Rounds},
+		{"edgeq_wal_commit_round_records_total", "Records made durable by commit rounds; divided by the rounds, the mean round size.", c.RoundRecords},
+		{"edgeq_wal_commit_round_bytes_total", "Bytes made durable by commit rounds.", c.RoundBytes},
+	} {
+		e.familyHelp(f.name, counter, f.help)
+		e.u(f.name, f.v)
+	}
+	const round = "edgeq_wal_commit_round_duration_seconds"
+	e.familyHelp(round, histogram, "Wall time of one commit round: its fsyncs, some of them in parallel.")
+	e.hist(round, c.RoundLatency)
 }
 
 func renderGroups(e *enc, s *Snapshot) {

@@ -3,8 +3,6 @@ package metrics
 import (
 	"bytes"
 	"flag"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,20 +25,7 @@ func TestDeviceExpositionGolden(t *testing.T) {
 	RenderDevice(&b, fixtureSamples(t))
 	got := b.Bytes()
 	mustLint(t, got)
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		out := filepath.Join(t.TempDir(), "device.txt")
-		_ = os.WriteFile(out, got, 0o644)
-		t.Errorf("exposition differs from %s; got written to %s:\n%s", golden, out, got)
-	}
+	compareGolden(t, golden, got)
 }
 
 // TestRenderLints renders snapshots from empty to full and checks each with

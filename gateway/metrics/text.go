@@ -31,6 +31,20 @@ type enc struct {
 // family starts a family of several series: HELP and TYPE, once.
 func (e *enc) family(name, typ string) { vm.WriteMetadataIfNeeded(e.w, name, typ) }
 
+// familyHelp starts a family with a HELP text of its own (the library's
+// metadata has none).
+func (e *enc) familyHelp(name, typ, help string) {
+	e.line = append(e.line[:0], "# HELP "...)
+	e.line = append(e.line, name...)
+	e.line = append(e.line, ' ')
+	e.line = append(e.line, help...) // no backslash or newline in these texts
+	e.line = append(e.line, "\n# TYPE "...)
+	e.line = append(e.line, name...)
+	e.line = append(e.line, ' ')
+	e.line = append(e.line, typ...)
+	e.write()
+}
+
 // counter1, gauge1 and gaugeF1 write a family with a single unlabelled series.
 func (e *enc) counter1(name string, v uint64) { vm.WriteCounterUint64(e.w, name, v) }
 func (e *enc) gauge1(name string, v uint64)   { vm.WriteGaugeUint64(e.w, name, v) }

@@ -1,0 +1,189 @@
+package wal
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// appendWindowed appends n records over devices with at most window outstanding and
+// calls check from each ack callback; it returns once all are acked.
+func appendWindowed(t *testing.T, l *Log, n, devices, window int, check func(Position) error) {
+	t.Helper()
+	sem := make(chan struct{}, window)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	wg.Add(n)
+	for i := 0; i < n; i++ {
+		sem <- struct{}{}
+		rec := &Record{Device: fmt.Sprintf("dev-%03d", i%devices), Source: "test", Payload: payloadFor("d", i)}
+		l.AppendAsync(rec, func(pos Position, err error) {
+			if err == nil && check != nil {
+				err = check(pos)
+			}
+			if err != nil {
+				failed.CompareAndSwap(nil, err)
+			}
+			<-sem
+			wg.Done()
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("appends not acknowledged: %d outstanding", len(sem))
+	}
+	if err := failed.Load(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An ack means: fsynced (always, interval) or written to the OS (none).
+func TestCommitAckPromise(t *testing.T) {
+	for _, mode := range []Durability{DurabilityAlways, DurabilityInterval, DurabilityNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			o := testOptions()
+			o.Durability = mode
+			o.FsyncInterval = 5 * time.Millisecond
+			l := openTest(t, t.TempDir(), o)
+			defer l.Close()
+			appendWindowed(t, l, 3000, 50, 256, func(pos Position) error {
+				p := l.parts[pos.Partition]
+				if d := p.durable.Load(); d < pos.Offset {
+					return fmt.Errorf("acked %+v above the durable mark %d", pos, d)
+				}
+				if s := p.synced.Load(); mode != DurabilityNone && s < pos.Offset {
+					return fmt.Errorf("acked %+v before its fsync (synced to %d)", pos, s)
+				}
+				return nil
+			})
+			c := l.Stats().Commit
+			switch {
+			case mode == DurabilityNone && (c.Fsyncs != 0 || c.Rounds != 0):
+				t.Fatalf("durability none fsynced: %+v", c)
+			case mode != DurabilityNone && (c.Rounds == 0 || c.RoundRecords != 3000 || c.Fsyncs < c.Rounds):
+				t.Fatalf("commit stats after 3000 appends: %+v", c)
+			}
+			if c.WrittenBytes == 0 {
+				t.Fatalf("no bytes written: %+v", c)
+			}
+		})
+	}
+}
+
+// At a trickle, interval mode runs at most one fsync round per fsync_interval
+// for the whole log, however many partitions the appends touch.
+func TestCommitTrickleOneRoundPerInterval(t *testing.T) {
+	o := testOptions()
+	o.Durability = DurabilityInterval
+	o.FsyncInterval = 40 * time.Millisecond
+	l := openTest(t, t.TempDir(), o)
+	defer l.Close()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < 400; i++ { // ~1,000/s over 40 devices, all partitions
+		wg.Add(1)
+		l.AppendAsync(&Record{Device: fmt.Sprintf("dev-%02d", i%40), Payload: []byte("x")}, func(_ Position, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			wg.Done()
+		})
+		time.Sleep(time.Millisecond)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	c := l.Stats().Commit
+	if limit := uint64(elapsed/o.FsyncInterval) + 1; c.Rounds > limit {
+		t.Fatalf("%d rounds in %v, at most %d allowed", c.Rounds, elapsed, limit)
+	}
+	if parts := uint64(o.TotalPartitions()); c.Fsyncs > c.Rounds*parts {
+		t.Fatalf("%d fsyncs in %d rounds of %d partitions", c.Fsyncs, c.Rounds, parts)
+	}
+	t.Logf("%d appends in %v: %d rounds, %d fsyncs", 400, elapsed, c.Rounds, c.Fsyncs)
+}
+
+// Under load a round starts once commit_bytes are unsynced: a windowed
+// publisher is not held to window / fsync_interval (here an hour).
+func TestCommitBytesStartRound(t *testing.T) {
+	o := testOptions()
+	o.Durability = DurabilityInterval
+	o.FsyncInterval = time.Hour
+	o.CommitBytes = 8 << 10
+	l := openTest(t, t.TempDir(), o)
+	const n, window = 5000, 64 // 64 records of ~170 bytes pass 8 KiB
+	sem := make(chan struct{}, window)
+	var acked atomic.Int64
+	for i := 0; i < n; i++ {
+		select {
+		case sem <- struct{}{}:
+		case <-time.After(time.Minute):
+			t.Fatalf("stuck after %d acks: %+v", acked.Load(), l.Stats().Commit)
+		}
+		rec := &Record{Device: fmt.Sprintf("dev-%03d", i%100), Payload: payloadFor("d", i)}
+		l.AppendAsync(rec, func(_ Position, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			acked.Add(1)
+			<-sem
+		})
+	}
+	// The last window's worth may stay below commit_bytes: Close syncs it.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c := l.Stats().Commit; acked.Load() != n || c.Rounds < n/window/2 {
+		t.Fatalf("%d acked, commit stats: %+v", acked.Load(), c)
+	}
+}
+
+// Close makes what is written durable without waiting for a round.
+func TestCommitCloseFlushes(t *testing.T) {
+	o := testOptions()
+	o.Durability = DurabilityInterval
+	o.FsyncInterval = time.Hour
+	o.CommitBytes = 64 << 20
+	dir := t.TempDir()
+	l := openTest(t, dir, o)
+	// The first round took the first append; the rest wait for an hour.
+	if _, err := l.Append(context.Background(), &Record{Device: "dev-a", Payload: []byte("first")}); err != nil {
+		t.Fatal(err)
+	}
+	var acked atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		l.AppendAsync(&Record{Device: fmt.Sprintf("dev-%d", i%20), Payload: []byte("x")}, func(_ Position, err error) {
+			if err == nil {
+				acked.Add(1)
+			}
+			wg.Done()
+		})
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := acked.Load(); n != 0 {
+		t.Fatalf("%d appends acked before their round", n)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if n := acked.Load(); n != 200 {
+		t.Fatalf("%d of 200 acked by Close", n)
+	}
+	l = openTest(t, dir, o)
+	defer l.Close()
+	total := 0
+	for p := 0; p < l.NumPartitions(); p++ {
+		total += len(readAll(t, l, p))
+	}
+	if total != 201 {
+		t.Fatalf("%d records after reopen, want 201", total)
+	}
+}
