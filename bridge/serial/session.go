@@ -47,7 +47,7 @@ func (p *Port) run(ctx context.Context, path string) {
 				attempt = 0 // it worked for a while: start the backoff over
 			}
 		}
-		wait := backoff(attempt, p.cfg.ReopenMin, p.cfg.ReopenMax, p.rnd.Float64())
+		wait := Backoff(attempt, p.cfg.ReopenMin, p.cfg.ReopenMax, p.rnd.Float64())
 		attempt++
 		t := time.NewTimer(wait)
 		select {
