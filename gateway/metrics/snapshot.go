@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/discovery/election"
@@ -40,6 +41,7 @@ type Snapshot struct {
 
 	Serial []serial.Status
 	MQTT   []mqtt.Status
+	Modbus []modbus.Status
 
 	// Device are the device metrics of this scrape, edgeq_collector_success
 	// included (devicemetrics.CollectAll).
