@@ -1,7 +1,9 @@
 package modbus
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,4 +60,43 @@ func TestTCPAgainstPymodbus(t *testing.T) {
 		return !st.Open && st.OpenFailures >= 1
 	})
 	waitFor(t, "polls recorded unavailable", func() bool { return b.Status().Devices[0].Errors["unavailable"] >= 1 })
+}
+
+// TestReadOnce is `edgeq modbus read`: one poll per device, values and the
+// record it would store, and a missing register reported with its error.
+func TestReadOnce(t *testing.T) {
+	s := startSlave(t, "tcp", "5")
+	c := DefaultConfig()
+	c.Name = "plc"
+	c.TCP = &TCP{Address: fmt.Sprintf("127.0.0.1:%d", s.port)}
+	regs := append(testMap()[8:11], Register{Name: "missing", Function: HoldingRegister, Address: 40, Type: Uint16})
+	c.Devices = []Device{{Unit: 5, Device: "m5", Registers: regs}}
+	rs, err := ReadOnce(context.Background(), c, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || len(rs[0].Values) != 4 {
+		t.Fatalf("readings %+v", rs)
+	}
+	got := map[string]string{}
+	for _, v := range rs[0].Values {
+		got[v.Register.Name] = fmt.Sprint(v.Value)
+		if v.Err != nil {
+			got[v.Register.Name] = v.Err.Error()
+		}
+	}
+	want := map[string]string{"voltage": "230.1", "unit_id": "5", "serial": "EDGEQ-05", "missing": "exception 2 (illegal data address) to function 3"}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s = %q, want %q", k, got[k], w)
+		}
+	}
+	if !strings.Contains(string(rs[0].Record), `"quality":"exception"`) {
+		t.Errorf("record %s", rs[0].Record)
+	}
+	// Nothing listening: an error, not a hang.
+	c.TCP.Address = "127.0.0.1:1"
+	if _, err := ReadOnce(context.Background(), c, testLogger(t)); err == nil {
+		t.Error("no error with nothing listening")
+	}
 }
