@@ -69,6 +69,7 @@ type device struct {
 	sched sched
 	cur   *poll // in progress (waiting for a retry), or nil
 	p     poll  // reused
+	plans map[string][]read
 
 	// on_change state: what the last stored record said.
 	sent       []Value
@@ -95,6 +96,7 @@ func newDevice(d Device, index int, now time.Time) *device {
 		sched:      newSched(d, now),
 		sent:       make([]Value, len(d.Registers)),
 		exceptions: map[byte]uint64{},
+		plans:      map[string][]read{},
 		p: poll{
 			values: make([]Value, len(d.Registers)),
 			errs:   make([]error, len(d.Registers)),
@@ -123,12 +125,30 @@ func (d *device) begin(now time.Time) *poll {
 	p := &d.p
 	p.start = now
 	p.groups, p.regs = d.sched.due(now)
-	p.reads = plan(d.cfg.Registers, p.regs, d.cfg.MaxRegisters, d.cfg.MaxGap)
+	p.reads = d.planFor(p.groups, p.regs)
 	p.next, p.attempt, p.failed, p.answered = 0, 0, 0, false
 	for _, i := range p.regs {
 		p.values[i], p.errs[i] = Value{}, nil
 	}
 	return p
+}
+
+// maxPlans bounds the plans kept per device: one per combination of due
+// groups seen, and a device has few intervals.
+const maxPlans = 16
+
+// planFor returns the reads of the due registers, planned once per
+// combination of due groups.
+func (d *device) planFor(groups, regs []int) []read {
+	key := fmt.Sprint(groups)
+	if r, ok := d.plans[key]; ok {
+		return r
+	}
+	r := plan(d.cfg.Registers, regs, d.cfg.MaxRegisters, d.cfg.MaxGap)
+	if len(d.plans) < maxPlans {
+		d.plans[key] = r
+	}
+	return r
 }
 
 // decode turns a read's data into its registers' values.

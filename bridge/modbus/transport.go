@@ -107,6 +107,11 @@ func (t *rtu) do(q request) ([]byte, error) {
 				return nil, err
 			}
 			want = fl
+			// The rest is still on the wire: wait for it rather than wake up
+			// for every byte (a CPU saving at low baud rates).
+			if rest := time.Duration(want-n) * t.charTime; rest > time.Millisecond {
+				time.Sleep(min(rest, time.Until(deadline)))
+			}
 		}
 	}
 	data, err := parseRTU(q, t.rx[:want])
