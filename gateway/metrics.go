@@ -136,6 +136,9 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 	for _, b := range n.mqtt {
 		s.MQTT = append(s.MQTT, b.Status())
 	}
+	for _, b := range n.modbus {
+		s.Modbus = append(s.Modbus, b.Status())
+	}
 	if device {
 		s.Device = n.metrics.deviceSamples(now)
 	}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/gateway/cluster"
@@ -42,6 +43,7 @@ type Node struct {
 	serial  []*serial.Port
 	cluster *cluster.Node // nil unless cluster.name is set
 	mqtt    []*mqtt.Bridge
+	modbus  []*modbus.Bus
 
 	metrics *nodeMetrics
 
@@ -155,6 +157,18 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 			return nil, fmt.Errorf("declare group (%s, %s): %w", g.Subject, g.Queue, err)
 		}
 	}
+	// Last: an RTU bus claims its serial path when it is made.
+	for _, bc := range cfg.Modbus {
+		b, err := modbus.New(modbus.Config(bc), n.ingest, logger)
+		if err != nil {
+			for _, m := range n.modbus {
+				_ = m.Stop(0)
+			}
+			l.Close()
+			return nil, fmt.Errorf("modbus bus %s: %w", bc.Name, err)
+		}
+		n.modbus = append(n.modbus, b)
+	}
 	return n, nil
 }
 
@@ -250,6 +264,12 @@ func (n *Node) Start() error {
 			return fmt.Errorf("mqtt bridge %s: %w", n.cfg.MQTT[i].Name, err)
 		}
 	}
+	for _, b := range n.modbus {
+		if err := b.Start(ctx); err != nil {
+			n.Shutdown(time.Second)
+			return fmt.Errorf("modbus bus %s: %w", b.Name(), err)
+		}
+	}
 	n.ready.Store(true)
 	n.logger.Info("edgeq node ready", "data_dir", n.cfg.DataDir, "durability", n.cfg.WAL.Durability,
 		"partitions", n.cfg.WAL.Partitions, "hot_partitions", n.cfg.WAL.HotPartitions)
@@ -318,6 +338,11 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 		for _, p := range n.serial {
 			if err := p.Stop(time.Until(deadline)); err != nil {
 				n.logger.Warn("stop serial port", "port", p.Name(), "err", err)
+			}
+		}
+		for _, b := range n.modbus {
+			if err := b.Stop(time.Until(deadline)); err != nil {
+				n.logger.Warn("stop modbus bus", "bus", b.Name(), "err", err)
 			}
 		}
 		// Groups stop delivering and wait for in-flight acks while the

@@ -3,6 +3,7 @@ package gateway
 import (
 	"time"
 
+	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/gateway/metrics"
@@ -28,6 +29,7 @@ type Status struct {
 	Tail          TailStatus        `json:"live_tail"`
 	Serial        []serial.Status   `json:"serial,omitempty"`
 	MQTT          []mqtt.Status     `json:"mqtt,omitempty"`
+	Modbus        []modbus.Status   `json:"modbus,omitempty"`
 	Cluster       *ClusterStatus    `json:"cluster,omitempty"`
 	// Device is the gateway's health (CPU, load, temperatures, memory, the
 	// data directory's disk, this process).
@@ -197,6 +199,7 @@ func statusOf(s *metrics.Snapshot) Status {
 		WriteTimeouts: cs.WriteTimeouts, Stale: cs.Stale, ProtocolErrs: cs.ProtocolErrors}
 	st.Serial = s.Serial
 	st.MQTT = s.MQTT
+	st.Modbus = s.Modbus
 	st.Tail = TailStatus{Subscribers: s.Tail.Subscribers, Delivered: s.Tail.Delivered, Dropped: s.Tail.Dropped}
 	if s.Cluster != nil {
 		st.Cluster = clusterStatusOf(s.Cluster, s.Dispatch)

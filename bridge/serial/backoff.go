@@ -2,11 +2,11 @@ package serial
 
 import "time"
 
-// backoff is the wait before open attempt n (0 after a session that
+// Backoff is the wait before open attempt n (0 after a session that
 // delivered frames): lo doubled n times, capped at hi, with "equal jitter" —
 // half of it fixed, half scaled by rnd in [0,1) — so ports unplugged together
 // (a USB hub) do not retry in lockstep. It is pure; rnd is an input.
-func backoff(n int, lo, hi time.Duration, rnd float64) time.Duration {
+func Backoff(n int, lo, hi time.Duration, rnd float64) time.Duration {
 	d := lo
 	for i := 0; i < n && d < hi; i++ {
 		d *= 2

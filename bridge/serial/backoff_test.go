@@ -22,9 +22,9 @@ func TestBackoff(t *testing.T) {
 		{2, -3, 200 * time.Millisecond, 200 * time.Millisecond},
 	}
 	for _, tt := range tests {
-		got := backoff(tt.n, lo, hi, tt.rnd)
+		got := Backoff(tt.n, lo, hi, tt.rnd)
 		if got < tt.min || got > tt.max {
-			t.Errorf("backoff(%d, rnd %v) = %v, want %v..%v", tt.n, tt.rnd, got, tt.min, tt.max)
+			t.Errorf("Backoff(%d, rnd %v) = %v, want %v..%v", tt.n, tt.rnd, got, tt.min, tt.max)
 		}
 	}
 }

@@ -163,18 +163,7 @@ func (c Config) Validate() error {
 	if c.Path == "" || !filepath.IsAbs(c.Path) {
 		bad("path", "%q, want an absolute path", c.Path)
 	}
-	if c.Baud < 50 || c.Baud > 12_000_000 {
-		bad("baud", "%d, want 50..12000000", c.Baud)
-	}
-	if c.DataBits < 5 || c.DataBits > 8 {
-		bad("data_bits", "%d, want 5..8", c.DataBits)
-	}
-	if _, ok := parities[c.Parity]; !ok {
-		bad("parity", "%q, want none, odd, even, mark or space", c.Parity)
-	}
-	if c.StopBits != 1 && c.StopBits != 2 {
-		bad("stop_bits", "%d, want 1 or 2", c.StopBits)
-	}
+	c.lineMode().Check(bad)
 	if c.MaxFrame < minFrameLimit || c.MaxFrame > maxFrameLimit {
 		bad("max_frame", "%d, want %d..%d", c.MaxFrame, minFrameLimit, maxFrameLimit)
 	}
@@ -286,14 +275,56 @@ var parities = map[Parity]bugst.Parity{
 	ParitySpace: bugst.SpaceParity,
 }
 
-// mode is the library's line setting for a validated config.
-func (c Config) mode() *bugst.Mode {
+// LineMode is the character format of a serial line.
+type LineMode struct {
+	Baud     int
+	DataBits int
+	Parity   Parity
+	StopBits int
+}
+
+// Check calls bad for each setting out of range, with its yaml key (baud,
+// data_bits, parity, stop_bits).
+func (m LineMode) Check(bad func(key, format string, args ...any)) {
+	if m.Baud < 50 || m.Baud > 12_000_000 {
+		bad("baud", "%d, want 50..12000000", m.Baud)
+	}
+	if m.DataBits < 5 || m.DataBits > 8 {
+		bad("data_bits", "%d, want 5..8", m.DataBits)
+	}
+	if _, ok := parities[m.Parity]; !ok {
+		bad("parity", "%q, want none, odd, even, mark or space", m.Parity)
+	}
+	if m.StopBits != 1 && m.StopBits != 2 {
+		bad("stop_bits", "%d, want 1 or 2", m.StopBits)
+	}
+}
+
+// CharBits is the number of bits one character takes on the wire: start,
+// data, parity and stop bits.
+func (m LineMode) CharBits() int {
+	n := 1 + m.DataBits + m.StopBits
+	if m.Parity != ParityNone && m.Parity != "" {
+		n++
+	}
+	return n
+}
+
+// library is the library's line setting for a checked mode.
+func (m LineMode) library() *bugst.Mode {
 	stop := bugst.OneStopBit
-	if c.StopBits == 2 {
+	if m.StopBits == 2 {
 		stop = bugst.TwoStopBits
 	}
-	return &bugst.Mode{BaudRate: c.Baud, DataBits: c.DataBits, Parity: parities[c.Parity], StopBits: stop}
+	return &bugst.Mode{BaudRate: m.Baud, DataBits: m.DataBits, Parity: parities[m.Parity], StopBits: stop}
 }
+
+func (c Config) lineMode() LineMode {
+	return LineMode{Baud: c.Baud, DataBits: c.DataBits, Parity: c.Parity, StopBits: c.StopBits}
+}
+
+// mode is the library's line setting for a validated config.
+func (c Config) mode() *bugst.Mode { return c.lineMode().library() }
 
 // source is the record source of the port.
 func (c Config) source() string { return sourcePrefix + c.Name }

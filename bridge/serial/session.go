@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -46,7 +47,7 @@ func (p *Port) run(ctx context.Context, path string) {
 				attempt = 0 // it worked for a while: start the backoff over
 			}
 		}
-		wait := backoff(attempt, p.cfg.ReopenMin, p.cfg.ReopenMax, p.rnd.Float64())
+		wait := Backoff(attempt, p.cfg.ReopenMin, p.cfg.ReopenMax, p.rnd.Float64())
 		attempt++
 		t := time.NewTimer(wait)
 		select {
@@ -58,14 +59,27 @@ func (p *Port) run(ctx context.Context, path string) {
 	}
 }
 
-// open resolves the path, claims and locks the device and opens it. The
-// path is resolved on every attempt: a replugged adapter's by-id link may
-// point at another ttyUSBn.
+// open resolves the path, claims and locks the device and opens it.
 func (p *Port) open() (*conn, error) {
-	name := p.cfg.Name
-	resolved, err := filepath.EvalSymlinks(p.cfg.Path)
+	c, err := openDevice(p.cfg.Name, p.cfg.Path, p.cfg.mode(), p.cfg.ReadTimeout, &p.reserve, p.logger)
+	if errors.Is(err, ErrFDLimit) {
+		p.fdRefusals.Add(1)
+	}
+	return c, err
+}
+
+// close releases everything the session held; the port's freed fds become
+// the reserve again.
+func (p *Port) close(c *conn) { closeDevice(c, p.cfg.Name, &p.reserve, p.logger) }
+
+// openDevice resolves path, claims and locks the device and opens it into
+// the reserved low fds. The path is resolved on every attempt: a replugged
+// adapter's by-id link may point at another ttyUSBn. A port whose fds could
+// not go into select is refused with ErrFDLimit.
+func openDevice(name, path string, mode *bugst.Mode, readTimeout time.Duration, reserve *fdReserve, logger *slog.Logger) (*conn, error) {
+	resolved, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return nil, fmt.Errorf("serial[%s]: waiting for %s: %w", name, p.cfg.Path, err)
+		return nil, fmt.Errorf("serial[%s]: waiting for %s: %w", name, path, err)
 	}
 	if err := claims.claimOpen(resolved, name); err != nil {
 		return nil, fmt.Errorf("serial[%s]: %w", name, err)
@@ -75,7 +89,7 @@ func (p *Port) open() (*conn, error) {
 		claims.releaseOpen(resolved, name)
 		return nil, fmt.Errorf("serial[%s]: %w", name, err)
 	}
-	port, err := p.openSerial(resolved)
+	port, err := openSerial(resolved, mode, readTimeout, reserve, logger)
 	if err != nil {
 		lock.release()
 		claims.releaseOpen(resolved, name)
@@ -86,47 +100,46 @@ func (p *Port) open() (*conn, error) {
 
 // openSerial opens the device into the reserved low fds and refuses it when
 // its fds could not go into select (fdguard.go).
-func (p *Port) openSerial(device string) (bugst.Port, error) {
+func openSerial(device string, mode *bugst.Mode, readTimeout time.Duration, reserve *fdReserve, logger *slog.Logger) (bugst.Port, error) {
 	openMu.Lock()
 	defer openMu.Unlock()
-	p.reserve.release()
-	port, err := bugst.Open(device, p.cfg.mode())
+	reserve.release()
+	port, err := bugst.Open(device, mode)
 	if err != nil {
-		p.refillReserve()
+		refillReserve(reserve, logger)
 		return nil, fmt.Errorf("open %s: %w", device, err)
 	}
 	if err := checkSelectable(port); err != nil {
 		_ = port.Close()
-		p.refillReserve()
-		p.fdRefusals.Add(1)
+		refillReserve(reserve, logger)
 		return nil, fmt.Errorf("open %s: %w", device, err)
 	}
-	if err := port.SetReadTimeout(p.cfg.ReadTimeout); err != nil {
+	if err := port.SetReadTimeout(readTimeout); err != nil {
 		_ = port.Close()
-		p.refillReserve()
+		refillReserve(reserve, logger)
 		return nil, fmt.Errorf("open %s: set read timeout: %w", device, err)
 	}
 	return port, nil
 }
 
-// refillReserve takes low fds back after the port's were freed. openMu held.
-func (p *Port) refillReserve() {
-	if n, err := p.reserve.fill(reservedFDs); err != nil {
-		p.logger.Debug("low fds not reserved", "held", n, "err", err)
+// refillReserve takes low fds back after a port's were freed. openMu held.
+func refillReserve(reserve *fdReserve, logger *slog.Logger) {
+	if n, err := reserve.fill(reservedFDs); err != nil {
+		logger.Debug("low fds not reserved", "held", n, "err", err)
 	}
 }
 
-// close releases everything the session held; the port's freed fds become
-// the reserve again.
-func (p *Port) close(c *conn) {
+// closeDevice releases everything a session held; the port's freed fds
+// become the reserve again.
+func closeDevice(c *conn, name string, reserve *fdReserve, logger *slog.Logger) {
 	openMu.Lock()
 	if err := c.port.Close(); err != nil {
-		p.logger.Debug("close serial port", "err", err)
+		logger.Debug("close serial port", "err", err)
 	}
-	p.refillReserve()
+	refillReserve(reserve, logger)
 	openMu.Unlock()
 	c.lock.release()
-	claims.releaseOpen(c.resolved, p.cfg.Name)
+	claims.releaseOpen(c.resolved, name)
 }
 
 // session reads the open port until a read error or the end of ctx, and

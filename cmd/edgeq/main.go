@@ -22,6 +22,7 @@ func commands() []command {
 		{"status", "status [--json] [--watch [--interval 2s]]\n                             show the node's status (--watch refreshes in place)", runStatus},
 		{"bench", "bench [--mode durable|core|jetstream] [--backlog] [--window N] [--msgs N] [--devices D] [--size B] [--publishers P] [--workers W]\n                             load generator: publish→delivery rate and latency", runBench},
 		{"serial", "serial list                list serial ports with USB IDs (read from sysfs, nothing opened)", runSerial},
+		{"modbus", "modbus read --config FILE [--bus NAME] [--json]\n                             poll the config's Modbus devices once and print the values (nothing stored)", runModbus},
 		{"wal", "wal check DIR [--repair]   inspect (and repair) a data directory", runWal},
 		{"version", "version                    print version, commit, build date and architecture", runVersion},
 	}

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/wal"
@@ -44,6 +45,8 @@ type Config struct {
 	Serial []serial.Config `yaml:"serial"`
 	// MQTT lists the MQTT brokers to bridge telemetry from.
 	MQTT []MQTTBridge `yaml:"mqtt"`
+	// Modbus lists the Modbus RTU and TCP buses to poll.
+	Modbus []ModbusBus `yaml:"modbus"`
 	// Cluster joins other gateways (off unless cluster.name is set).
 	Cluster Cluster `yaml:"cluster"`
 }
@@ -59,6 +62,20 @@ func (m *MQTTBridge) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	*m = MQTTBridge(c)
+	return nil
+}
+
+// ModbusBus is one Modbus bus; fields left out of the file keep
+// modbus.DefaultConfig's values (retries: 0 stays 0).
+type ModbusBus modbus.Config
+
+// UnmarshalYAML decodes over the defaults.
+func (m *ModbusBus) UnmarshalYAML(n *yaml.Node) error {
+	c := modbus.DefaultConfig()
+	if err := n.Decode(&c); err != nil {
+		return err
+	}
+	*m = ModbusBus(c)
 	return nil
 }
 
@@ -361,6 +378,19 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("mqtt[%d].name", i), "%q used twice", mc.Name)
 		}
 		names["mqtt:"+mc.Name] = true
+	}
+	for i := range c.Modbus {
+		mc := modbus.Config(c.Modbus[i]).WithDefaults()
+		if err := mc.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if names["modbus:"+mc.Name] {
+			bad(fmt.Sprintf("modbus[%d].name", i), "%q used twice", mc.Name)
+		}
+		names["modbus:"+mc.Name] = true
+	}
+	if len(c.Modbus) > modbus.MaxBuses {
+		bad("modbus", "%d buses, at most %d", len(c.Modbus), modbus.MaxBuses)
 	}
 	if c.Hot.Enabled {
 		if c.Hot.Window < time.Second {

@@ -21,6 +21,7 @@
 // queue groups (queue.max_groups), bridges and their fixed reason sets,
 // cluster peers (the peer manager's limit of 64) and, per group, the nodes
 // with members of it, network interfaces and thermal zones (bounded in
-// devicemetrics), and at most metrics.top_devices device IDs. No other
+// devicemetrics), at most metrics.top_devices device IDs, and the
+// configured Modbus devices (at most 247 per bus and 32 buses). No other
 // series carries a device ID.
 package metrics

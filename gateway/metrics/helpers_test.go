@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/discovery/election"
@@ -135,6 +136,15 @@ func richSnapshot(t testing.TB, partitions, ngroups int) *Snapshot {
 		Counters: mqtt.Counters{Received: 510, Stored: 500, Acked: 500, Connects: 1,
 			Unmappable: map[mqtt.Reason]uint64{mqtt.ReasonNoMatch: 4, mqtt.ReasonBadJSON: 6},
 			Dropped:    map[mqtt.Reason]uint64{mqtt.ReasonQueueFull: 1}}}}
+	s.Modbus = []modbus.Status{{Name: "rs485", Kind: "rtu", Address: "/dev/ttyUSB1", Open: true, Opens: 1, Stored: 40,
+		Latency: hist.Snapshot{Bounds: modbus.LatencyBuckets, Counts: make([]uint64, len(modbus.LatencyBuckets)+1), Sum: 40 * time.Millisecond},
+		Devices: []modbus.DeviceStatus{
+			{Unit: 1, Device: "meter-1", Polls: 20, Requests: 40, LastGood: time.Unix(1_700_000_000, 0), LastLatency: 12 * time.Millisecond,
+				Errors: map[string]uint64{"timeout": 0}},
+			{Unit: 2, Device: "meter-2", Polls: 20, FailedPolls: 20, Requests: 60, Retries: 40,
+				Errors: map[string]uint64{"timeout": 3, "exception": 20}, Exceptions: map[string]uint64{"2": 20}},
+		}}}
+	s.Modbus[0].Latency.Counts[2] = 40
 	return s
 }
 

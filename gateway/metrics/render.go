@@ -7,6 +7,7 @@ import (
 
 	vm "github.com/VictoriaMetrics/metrics"
 
+	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/gateway/devicemetrics"
@@ -281,6 +282,9 @@ func renderBridges(e *enc, s *Snapshot) {
 	if len(s.Serial) > 0 {
 		renderSerial(e, s)
 	}
+	if len(s.Modbus) > 0 {
+		renderModbus(e, s)
+	}
 }
 
 func renderMQTT(e *enc, s *Snapshot) {
@@ -370,6 +374,88 @@ func renderSerial(e *enc, s *Snapshot) {
 				first = false
 			}
 			e.u("edgeq_serial_dropped_total", p.Dropped[r], "port", p.Name, "reason", r)
+		}
+	}
+}
+
+func renderModbus(e *enc, s *Snapshot) {
+	type bs = modbus.Status
+	per := []struct {
+		name, typ string
+		v         func(*bs) uint64
+	}{
+		{"edgeq_modbus_open", gauge, func(b *bs) uint64 { return boolValue(b.Open) }},
+		{"edgeq_modbus_pending", gauge, func(b *bs) uint64 { return uint64(max(b.Pending, 0)) }},
+		{"edgeq_modbus_stored_total", counter, func(b *bs) uint64 { return b.Stored }},
+		{"edgeq_modbus_storage_errors_total", counter, func(b *bs) uint64 { return b.StorageErrors }},
+		{"edgeq_modbus_storage_waits_total", counter, func(b *bs) uint64 { return b.StorageWaits }},
+		{"edgeq_modbus_opens_total", counter, func(b *bs) uint64 { return b.Opens }},
+		{"edgeq_modbus_open_failures_total", counter, func(b *bs) uint64 { return b.OpenFailures }},
+	}
+	for _, f := range per {
+		e.family(f.name, f.typ)
+		for i := range s.Modbus {
+			e.u(f.name, f.v(&s.Modbus[i]), "bus", s.Modbus[i].Name)
+		}
+	}
+	e.family("edgeq_modbus_request_duration_seconds", histogram)
+	for _, b := range s.Modbus {
+		e.hist("edgeq_modbus_request_duration_seconds", b.Latency, "bus", b.Name)
+	}
+	type ds = modbus.DeviceStatus
+	dev := []struct {
+		name, typ string
+		v         func(*ds) uint64
+	}{
+		{"edgeq_modbus_device_polls_total", counter, func(d *ds) uint64 { return d.Polls }},
+		{"edgeq_modbus_device_failed_polls_total", counter, func(d *ds) uint64 { return d.FailedPolls }},
+		{"edgeq_modbus_device_requests_total", counter, func(d *ds) uint64 { return d.Requests }},
+		{"edgeq_modbus_device_retries_total", counter, func(d *ds) uint64 { return d.Retries }},
+		{"edgeq_modbus_device_unchanged_total", counter, func(d *ds) uint64 { return d.Unchanged }},
+	}
+	for _, f := range dev {
+		e.family(f.name, f.typ)
+		for _, b := range s.Modbus {
+			for i := range b.Devices {
+				d := &b.Devices[i]
+				e.u(f.name, f.v(d), "bus", b.Name, "unit", strconv.Itoa(d.Unit), "device", d.Device)
+			}
+		}
+	}
+	e.family("edgeq_modbus_device_errors_total", counter)
+	for _, b := range s.Modbus {
+		for _, d := range b.Devices {
+			for _, k := range modbus.ErrorKinds() {
+				e.u("edgeq_modbus_device_errors_total", d.Errors[k], "bus", b.Name, "unit", strconv.Itoa(d.Unit), "device", d.Device, "kind", k)
+			}
+		}
+	}
+	first := true
+	for _, b := range s.Modbus {
+		for _, d := range b.Devices {
+			for _, c := range sortedKeys(d.Exceptions) {
+				if first {
+					e.family("edgeq_modbus_device_exceptions_total", counter)
+					first = false
+				}
+				e.u("edgeq_modbus_device_exceptions_total", d.Exceptions[c], "bus", b.Name, "unit", strconv.Itoa(d.Unit), "device", d.Device, "code", c)
+			}
+		}
+	}
+	e.family("edgeq_modbus_device_last_good_timestamp_seconds", gauge)
+	for _, b := range s.Modbus {
+		for _, d := range b.Devices {
+			var ts float64
+			if !d.LastGood.IsZero() {
+				ts = float64(d.LastGood.UnixNano()) / 1e9
+			}
+			e.f("edgeq_modbus_device_last_good_timestamp_seconds", ts, "bus", b.Name, "unit", strconv.Itoa(d.Unit), "device", d.Device)
+		}
+	}
+	e.family("edgeq_modbus_device_last_latency_seconds", gauge)
+	for _, b := range s.Modbus {
+		for _, d := range b.Devices {
+			e.f("edgeq_modbus_device_last_latency_seconds", d.LastLatency.Seconds(), "bus", b.Name, "unit", strconv.Itoa(d.Unit), "device", d.Device)
 		}
 	}
 }

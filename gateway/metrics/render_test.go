@@ -45,7 +45,7 @@ func TestRenderLints(t *testing.T) {
 	}{
 		{"empty", &Snapshot{}, 30, []string{"edgeq_node_info", "edgeq_ingest_rejected_total", "edgeq_log_bytes", "edgeq_nats_connections"}},
 		{"one partition no groups", richSnapshot(t, 1, 0), 100, []string{"edgeq_log_fsync_duration_seconds", "edgeq_collector_success"}},
-		{"8+2 partitions 10 groups", richSnapshot(t, 10, 10), 800, []string{"edgeq_group_delivery_latency_seconds", "edgeq_group_window_span", "edgeq_mqtt_unmappable_total", "edgeq_serial_dropped_total", "edgeq_top_device_messages_per_second"}},
+		{"8+2 partitions 10 groups", richSnapshot(t, 10, 10), 800, []string{"edgeq_group_delivery_latency_seconds", "edgeq_group_window_span", "edgeq_mqtt_unmappable_total", "edgeq_serial_dropped_total", "edgeq_top_device_messages_per_second", "edgeq_modbus_request_duration_seconds", "edgeq_modbus_device_exceptions_total", "edgeq_modbus_device_errors_total"}},
 		{"escaped label values", odd, 100, []string{"edgeq_group_lag"}},
 		{"missing proc and sys", &Snapshot{Device: missingRootSamples(t)}, 30, []string{"edgeq_collector_success"}},
 		{"cluster", clusterSnapshot(t, 10), 300, []string{"edgeq_cluster_peer_up", "edgeq_group_members_by_node", "edgeq_group_leader"}},
@@ -115,6 +115,9 @@ func TestRenderValues(t *testing.T) {
 		{k("edgeq_mqtt_unmappable_total", "bridge", "plant", "reason", "bad_json"), 6},
 		{k("edgeq_mqtt_connected", "bridge", "plant"), 1},
 		{k("edgeq_serial_dropped_total", "port", "rs485", "reason", "oversize"), 2},
+		{k("edgeq_modbus_device_exceptions_total", "bus", "rs485", "unit", "2", "device", "meter-2", "code", "2"), 20},
+		{k("edgeq_modbus_device_errors_total", "bus", "rs485", "unit", "2", "device", "meter-2", "kind", "timeout"), 3},
+		{k("edgeq_modbus_device_polls_total", "bus", "rs485", "unit", "1", "device", "meter-1"), 20},
 		{k("edgeq_collector_success", "collector", "thermal"), 1},
 		{k("edgeq_device_filesystem_avail_bytes"), 4_600_000 * 4096},
 	}
@@ -136,10 +139,11 @@ func TestRenderValues(t *testing.T) {
 		}
 	}
 	// Bounded cardinality: exactly the snapshot's top devices carry a
-	// telemetry device ID (the disk metrics' device is the block device).
+	// telemetry device ID (the disk metrics' device is the block device;
+	// Modbus devices are configured ones).
 	n := 0
 	for key := range v {
-		if strings.Contains(key, `device="`) && !strings.HasPrefix(key, "edgeq_device_disk_") {
+		if strings.Contains(key, `device="`) && !strings.HasPrefix(key, "edgeq_device_disk_") && !strings.HasPrefix(key, "edgeq_modbus_device_") {
 			n++
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/gateway/cluster"
@@ -37,6 +38,7 @@ type Snapshot struct {
 
 	Serial []serial.Status
 	MQTT   []mqtt.Status
+	Modbus []modbus.Status
 
 	// Device are the device metrics of this scrape, edgeq_collector_success
 	// included (devicemetrics.CollectAll).
