@@ -131,6 +131,9 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 	for _, b := range n.mqtt {
 		s.MQTT = append(s.MQTT, b.Status())
 	}
+	if n.events != nil {
+		s.Console = n.events.Stats()
+	}
 	if device {
 		s.Device = n.metrics.deviceSamples(now)
 	}

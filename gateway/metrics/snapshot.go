@@ -10,6 +10,7 @@ import (
 	"edgeq/bridge/serial"
 	"edgeq/discovery/election"
 	"edgeq/gateway/cluster"
+	"edgeq/gateway/console"
 	"edgeq/gateway/devicemetrics"
 	"edgeq/gateway/dispatch"
 	"edgeq/gateway/hot"
@@ -47,6 +48,9 @@ type Snapshot struct {
 
 	// Cluster is nil on a standalone node.
 	Cluster *ClusterStats
+
+	// Console counts the console's event streams (zero without HTTP).
+	Console console.Stats
 }
 
 // ClusterStats is the cluster part of a snapshot: peer connections, the
