@@ -315,6 +315,15 @@ hot:
 	b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	b.screenshot("console-bridge-down.png")
 
+	// A phone-sized screen: nothing but the tables' own scroll boxes is
+	// wider than the screen.
+	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+	time.Sleep(1500 * time.Millisecond)
+	if w := evalIn[[]int](b, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
+		t.Fatalf("on a phone the page is %dpx wide, the screen %dpx", w[0], w[1])
+	}
+	b.screenshot("console-phone.png")
+
 	if p := b.problems(); len(p) > 0 {
 		t.Fatalf("console errors: %v", p)
 	}

@@ -30,7 +30,7 @@
   }
   const td = (v, cls) => h('td', { class: cls, text: v });
   function fill(tbody, rows, empty, cols) {
-    tbody.replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { class: 'txt muted', colspan: cols, text: empty }))]));
+    tbody.replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { class: 'txt muted empty', colspan: cols, text: empty }))]));
   }
 
   // ---- formatting ----
@@ -340,7 +340,7 @@
         td(b.kind),
         h('td', { class: 'state' }, chip(b.state, good ? '' : bad ? 'bad' : 'warn')),
         td(num(b.stored)), td(p ? rate(delta(p.stored, b.stored)) : '–'),
-        td(b.err ? b.err + errAge : '–', 'txt' + (b.err && !good ? ' bad' : '')));
+        td(b.err ? b.err + errAge : '–', 'wrap' + (b.err && !good ? ' bad' : '')));
     });
     fill($('bridges').tBodies[0], rows, 'no bridges configured (mqtt:, serial: in the config)', 6);
   }
@@ -454,7 +454,7 @@
     }
     const recs = d.records.map((r) => h('tr', {},
       td(num(r.seq)), td(new Date(r.time).toLocaleTimeString()), td(r.partition + '/' + r.offset), td(r.source),
-      h('td', { class: 'txt' }, h('pre', { class: 'payload', text: r.kind === 'move' ? '→ moved to partition ' + r.move_target
+      h('td', { class: 'wrap' }, h('pre', { class: 'payload', text: r.kind === 'move' ? '→ moved to partition ' + r.move_target
         : r.payload !== undefined ? r.payload + (r.truncated ? '…' : '') : r.payload_base64 ? '(binary, ' + r.size + ' bytes)' : '' }))));
     const table = h('table', {}, h('thead', {}, h('tr', {}, ...['seq', 'time', 'p/offset', 'source', 'payload'].map((x) => h('th', { text: x })))), h('tbody'));
     fill(table.tBodies[0], recs, d.complete ? 'no records' : 'none found within the scan budget', 5);
