@@ -319,8 +319,8 @@ hot:
 	// wider than the screen.
 	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	time.Sleep(1500 * time.Millisecond)
-	if w := evalIn[[]int](b, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
-		t.Fatalf("on a phone the page is %dpx wide, the screen %dpx", w[0], w[1])
+	if w := evalIn[int](b, `document.documentElement.scrollWidth`); w > 390 {
+		t.Fatalf("on a phone the page is %dpx wide, the screen 390px", w)
 	}
 	b.screenshot("console-phone.png")
 
