@@ -253,8 +253,13 @@ hot:
 	b.waitJS("the plot to move", 20*time.Second, fmt.Sprintf(`document.getElementById('line-in').getAttribute('d') !== %q`, d1))
 	b.waitJS("the mqtt bridge up", 20*time.Second, `document.querySelector('tr[data-bridge="mqtt/plant"]')?.dataset.state === 'up'`)
 	b.waitJS("an isolated device", 40*time.Second, `[...document.querySelectorAll('#devices td')].some(td => td.textContent === 'isolated')`)
-	// Let the health sparklines fill, then keep a picture of the main view.
-	time.Sleep(8 * time.Second)
+	// Let the plots fill, then keep a picture of the main view
+	// ($EDGEQ_E2E_CONSOLE_FILL: longer, for the README's picture).
+	fill := 8 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("EDGEQ_E2E_CONSOLE_FILL")); err == nil {
+		fill = d
+	}
+	time.Sleep(fill)
 	b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	b.screenshot("console.png")
 

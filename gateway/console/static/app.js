@@ -9,7 +9,8 @@
   let token = sessionStorage.getItem(TOKEN_KEY) || '';
   let prev = null;
   let retryTimer = 0;
-  const hist = { in: [], out: [], cpu: [], temp: [], mem: [], disk: [], rss: [], load: [] };
+  const MIN_SLOTS = 30; // a plot spans at least this many points: it fills in the first half-minute
+  const hist = { t: [], in: [], out: [], cpu: [], temp: [], mem: [], disk: [], rss: [], load: [] };
 
   // ---- DOM helpers (text only: nothing from the node is parsed as HTML) ----
   const SVG = 'http://www.w3.org/2000/svg';
@@ -58,10 +59,11 @@
     series.push(v);
     if (series.length > KEEP) series.shift();
   }
-  // path draws a series into a w×hgt box, scaled to [0, top].
-  function path(series, w, hgt, top) {
+  // path draws a series into a w×hgt box, scaled to [0, top], the newest
+  // point at the right edge and slots points across.
+  function path(series, w, hgt, top, slots) {
     if (!series.length) return '';
-    const step = w / (KEEP - 1);
+    const step = w / (Math.max(slots, 2) - 1);
     const x0 = w - step * (series.length - 1);
     return series.map((v, i) => (i ? 'L' : 'M') + (x0 + i * step).toFixed(1) + ' ' + (hgt - (v / top) * (hgt - 2) - 1).toFixed(1)).join('');
   }
@@ -69,7 +71,7 @@
     const lo = Math.min(...series, Infinity), hi = Math.max(...series, -Infinity);
     const span = hi - lo || Math.abs(hi) || 1;
     const scaled = series.map((v) => v - lo + span * 0.1);
-    return h('svg', { viewBox: '0 0 100 26', preserveAspectRatio: 'none' }, h('path', { d: path(scaled, 100, 26, span * 1.2) }));
+    return h('svg', { viewBox: '0 0 100 26', preserveAspectRatio: 'none' }, h('path', { d: path(scaled, 100, 26, span * 1.2, series.length) }));
   }
 
   // ---- the stream ----
@@ -155,6 +157,7 @@
     const dt = prev && prev.node === st.node ? (Date.parse(st.time) - Date.parse(prev.time)) / 1000 : 0;
     const delta = (a, b) => (dt > 0 && a !== undefined && b >= a ? (b - a) / dt : null);
     header(st);
+    document.body.classList.toggle('clustered', !!st.cluster);
     const groups = st.groups || [];
     const ingest = Object.values(st.sources || {}).reduce((s, c) => s + c.msgs, 0);
     const delivered = groups.reduce((s, g) => s + (g.leading ? g.delivered : 0), 0);
@@ -163,6 +166,7 @@
       const pout = (prev.groups || []).reduce((s, g) => s + (g.leading ? g.delivered : 0), 0);
       const rin = delta(pin, ingest), rout = delta(pout, delivered);
       if (rin !== null && rout !== null) {
+        push(hist.t, Date.parse(st.time));
         push(hist.in, rin);
         push(hist.out, rout);
       }
@@ -219,11 +223,14 @@
 
   function plot() {
     const top = Math.max(1, ...hist.in, ...hist.out) * 1.15;
-    const line = path(hist.in, 600, 120, top);
+    const n = hist.in.length, slots = Math.max(n, MIN_SLOTS);
+    const line = path(hist.in, 600, 120, top, slots);
     $('line-in').setAttribute('d', line);
-    const x0 = 600 - (600 / (KEEP - 1)) * (hist.in.length - 1);
+    const x0 = 600 - (600 / (slots - 1)) * (n - 1);
     $('area-in').setAttribute('d', line ? line + 'L600 120L' + x0.toFixed(1) + ' 120Z' : '');
-    $('line-out').setAttribute('d', path(hist.out, 600, 120, top));
+    $('line-out').setAttribute('d', path(hist.out, 600, 120, top, slots));
+    const step = n > 1 ? (hist.t[n - 1] - hist.t[0]) / (n - 1) / 1000 : 1;
+    $('axis-from').textContent = ago(step * (slots - 1)) + ' ago';
     $('plot-max').textContent = rate(top) + '/s';
     const last = (s) => (s.length ? s[s.length - 1] : null);
     $('rate-in').textContent = rate(last(hist.in));
@@ -287,7 +294,7 @@
       const lead = g.leading;
       rows.push(h('tr', { 'data-group': key },
         h('td', { class: 'txt' }, h('b', { text: g.queue }), ' ', h('span', { class: 'muted', text: g.filter }), g.declared ? ' ' : null, g.declared ? chip('declared', 'plain') : null),
-        td(leader),
+        td(leader, 'cluster-only'),
         td(members, g.members === 0 ? 'warn' : ''),
         td(lead ? num(g.in_flight) : '–'), td(lead ? num(g.pending) : '–'),
         h('td', { class: 'lag ' + (lead ? level(g.lag, 10000, 100000) : ''), 'data-value': lead ? g.lag : '', text: lead ? num(g.lag) : '–' }),
