@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -138,18 +139,10 @@ func (b *browser) screenshot(name string) string {
 // statusJSON reads /v1/status.
 func statusJSON(t *testing.T, n *node, token string) map[string]any {
 	t.Helper()
-	req, _ := http.NewRequest("GET", n.httpURL()+"/v1/status", nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	code, body := getWithToken(t, n.httpURL()+"/v1/status", token)
 	var st map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(body, &st); code != http.StatusOK || err != nil {
+		t.Fatalf("/v1/status: %d %v: %s", code, err, body)
 	}
 	return st
 }
@@ -173,18 +166,12 @@ func groupLag(st map[string]any, queue string) (uint64, bool) {
 func TestConsoleUnderLoad(t *testing.T) {
 	requireTool(t, "mosquitto_pub")
 	mport, mosq := startMosquittoCmd(t)
-	n := newNode(t, fmt.Sprintf(`mqtt:
-  - name: plant
-    broker: tcp://127.0.0.1:%d
-    topics: ["sensors/+/data"]
-    qos: 1
-    device: {topic: "sensors/{device}/data"}
-groups:
+	n := newNode(t, plantBridge(mport)+`groups:
   - {subject: telemetry.>, queue: archive, deliver: all}
 hot:
   min_rate: 40
   factor: 2
-`, mport))
+`)
 	n.start()
 	b := newBrowser(t, 1280, 1000)
 	tr := newTracker(t)
@@ -345,17 +332,8 @@ func TestConsoleToken(t *testing.T) {
 		token string
 		want  int
 	}{{"", 401}, {"wrong", 401}, {token, 200}} {
-		req, _ := http.NewRequest("GET", n.httpURL()+"/v1/events", nil)
-		if tc.token != "" {
-			req.Header.Set("Authorization", "Bearer "+tc.token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != tc.want {
-			t.Fatalf("/v1/events with token %q: %d, want %d", tc.token, resp.StatusCode, tc.want)
+		if code := headWithToken(t, n.httpURL()+"/v1/events", tc.token); code != tc.want {
+			t.Fatalf("/v1/events with token %q: %d, want %d", tc.token, code, tc.want)
 		}
 	}
 	b := newBrowser(t, 1000, 800)
@@ -379,6 +357,43 @@ func TestConsoleToken(t *testing.T) {
 			t.Fatalf("console error: %s", p)
 		}
 	}
+}
+
+// getWithToken GETs url, with a bearer token when given: status and body.
+func getWithToken(t *testing.T, url, token string) (int, []byte) {
+	t.Helper()
+	resp := requestWithToken(t, url, token)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
+
+// headWithToken GETs url and returns the status without reading the body
+// (an event stream never ends).
+func headWithToken(t *testing.T, url, token string) int {
+	t.Helper()
+	resp := requestWithToken(t, url, token)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func requestWithToken(t *testing.T, url, token string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 // fmtThousands writes n as the page does (en-US grouping).

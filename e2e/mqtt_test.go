@@ -40,18 +40,24 @@ func startMosquittoCmd(t *testing.T) (int, *exec.Cmd) {
 	return port, cmd
 }
 
-// TestMQTTToWorker: sensors publish QoS 1 to mosquitto; the node's bridge
-// stores them and a NATS worker receives them in order per device.
-func TestMQTTToWorker(t *testing.T) {
-	requireTool(t, "mosquitto_pub")
-	port := startMosquitto(t)
-	n := newNode(t, fmt.Sprintf(`mqtt:
+// plantBridge is the config of an MQTT bridge "plant" on the mosquitto at
+// port: QoS 1, devices from sensors/{device}/data.
+func plantBridge(port int) string {
+	return fmt.Sprintf(`mqtt:
   - name: plant
     broker: tcp://127.0.0.1:%d
     topics: ["sensors/+/data"]
     qos: 1
     device: {topic: "sensors/{device}/data"}
-`, port))
+`, port)
+}
+
+// TestMQTTToWorker: sensors publish QoS 1 to mosquitto; the node's bridge
+// stores them and a NATS worker receives them in order per device.
+func TestMQTTToWorker(t *testing.T) {
+	requireTool(t, "mosquitto_pub")
+	port := startMosquitto(t)
+	n := newNode(t, plantBridge(port))
 	n.start()
 	tr := newTracker(t)
 	startWorker(t, n.url(), "w", tr, func() {})
