@@ -359,6 +359,31 @@ func TestConsoleToken(t *testing.T) {
 	}
 }
 
+// TestConsoleCluster: on a node of a three-node cluster the console shows
+// the peers up, the group's leader as /v1/status names it, and a killed peer
+// as down.
+func TestConsoleCluster(t *testing.T) {
+	nodes := clusterOf(t, "")
+	a, b := nodes[0], nodes[1]
+	var leader string
+	waitFor(t, "a leader", 30*time.Second, func() bool {
+		leader = leaderOf("telemetry.> workers", nodes...)
+		return leader != ""
+	})
+	br := newBrowser(t, 1280, 1000)
+	br.do(chromedp.Navigate(a.httpURL() + "/"))
+	br.waitJS("the cluster panel", 20*time.Second, `!document.getElementById('cluster-panel').hidden`)
+	br.waitJS("both peers up", 20*time.Second, `['gw-b', 'gw-c'].every(p => document.querySelector('tr[data-peer="' + p + '"] .chip')?.textContent.startsWith('up'))`)
+	br.waitJS("the leader", 20*time.Second, fmt.Sprintf(`document.querySelector('tr[data-leader="telemetry.> workers"]')?.dataset.node === %q`, leader))
+	b.kill()
+	br.waitJS("gw-b down", 30*time.Second, `document.querySelector('tr[data-peer="gw-b"] .chip.bad')?.textContent === 'down'`)
+	br.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+	br.screenshot("console-cluster.png")
+	if p := br.problems(); len(p) > 0 {
+		t.Fatalf("console errors: %v", p)
+	}
+}
+
 // getWithToken GETs url, with a bearer token when given: status and body.
 func getWithToken(t *testing.T, url, token string) (int, []byte) {
 	t.Helper()

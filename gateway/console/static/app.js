@@ -397,7 +397,7 @@
     fill($('peers').tBodies[0], peers, 'no peers', 6);
     const leaders = (st.groups || []).map((g) => {
       const l = (c.leaders || {})[g.filter + ' ' + g.queue];
-      return h('tr', {}, h('td', { class: 'txt', text: g.queue + ' ' + g.filter }),
+      return h('tr', { 'data-leader': g.filter + ' ' + g.queue, 'data-node': l && l.leader ? l.leader : '' }, h('td', { class: 'txt', text: g.queue + ' ' + g.filter }),
         h('td', {}, l && l.leader ? l.leader + (l.self ? ' (this node)' : '') : chip('electing', 'warn')),
         td(l ? l.epoch : '–'), td(Object.entries(g.members_by_node || {}).map(([n, k]) => n + ':' + k).join(' ') || '–'));
     });
