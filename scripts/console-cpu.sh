@@ -2,7 +2,7 @@
 # Measures the node's CPU with the web console open in headless Chromium
 # against none, under the same publishing load: utime+stime of the node
 # process from /proc/<pid>/stat over SECONDS seconds (default 60) each.
-#   scripts/console-cpu.sh [seconds] [msgs/s]
+#   scripts/console-cpu.sh [seconds] [msgs/s]   (msgs/s 0: an idle node)
 set -euo pipefail
 secs=${1:-60}
 rate=${2:-500}
@@ -17,9 +17,11 @@ nats=$(port); http=$(port)
 bin/edgeq run --data "$dir/data" --nats "127.0.0.1:$nats" --http "127.0.0.1:$http" --log-level warn 2>"$dir/node.log" &
 node=$!; pids+=("$node")
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$http/readyz" >/dev/null && break; sleep 0.1; done
-msgs=$((rate * (secs * 2 + 60)))
-bin/edgeq bench --server "nats://127.0.0.1:$nats" --rate "$rate" --msgs "$msgs" --devices 200 >"$dir/bench.log" 2>&1 &
-pids+=("$!")
+if [ "$rate" -gt 0 ]; then
+  msgs=$((rate * (secs * 2 + 60)))
+  bin/edgeq bench --server "nats://127.0.0.1:$nats" --rate "$rate" --msgs "$msgs" --devices 200 >"$dir/bench.log" 2>&1 &
+  pids+=("$!")
+fi
 ticks() { awk '{print $14 + $15}' "/proc/$node/stat"; }
 measure() { local a b; a=$(ticks); sleep "$secs"; b=$(ticks); echo $(( b - a )); }
 hz=$(getconf CLK_TCK)

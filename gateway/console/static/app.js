@@ -94,7 +94,7 @@
     } catch (e) {
       return retry();
     }
-    if (res.status === 401) return askToken(token ? 'Wrong token: the node refused it (401).' : '');
+    if (res.status === 401) return askToken(refusal());
     if (res.status === 503) return poll(); // too many open streams: poll instead
     if (!res.ok || !res.body) return retry();
     setLive(true, 'live');
@@ -129,13 +129,14 @@
     setLive(true, 'polling');
     try {
       const res = await fetch('/v1/status', { headers: authHeaders(), cache: 'no-store' });
-      if (res.status === 401) return askToken('Wrong token: the node refused it (401).');
+      if (res.status === 401) return askToken(refusal());
       if (res.ok) render(await res.json());
     } catch (e) {
       setLive(false, 'unreachable');
     }
     retryTimer = setTimeout(connect, 2000); // try the stream again
   }
+  const refusal = () => (token ? 'Wrong token: the node refused it (401).' : '');
   function askToken(message) {
     setLive(false, 'token needed');
     const err = $('login-error');
@@ -438,7 +439,7 @@
       view.replaceChildren(h('p', { class: 'error', text: 'lookup failed: ' + e.message }));
       return;
     }
-    if (res.status === 401) return askToken('Wrong token: the node refused it (401).');
+    if (res.status === 401) return askToken(refusal());
     if (!res.ok) {
       view.replaceChildren(h('p', { class: 'error', text: d.error || res.statusText }));
       return;
