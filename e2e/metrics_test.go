@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -17,18 +16,9 @@ import (
 // with the linter and returns the samples by lint.Key.
 func scrapeMetrics(t *testing.T, n *node, token string) map[string]float64 {
 	t.Helper()
-	req, _ := http.NewRequest("GET", n.httpURL()+"/metrics", nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics: %s: %s", resp.Status, body)
+	code, body := getWithToken(t, n.httpURL()+"/metrics", token)
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d: %s", code, body)
 	}
 	if err := lint.Check(body, lint.Policy{Prefix: "edgeq_"}).Err(); err != nil {
 		t.Fatalf("%v\n%s", err, body)

@@ -14,6 +14,14 @@ import (
 // startMosquitto runs a private mosquitto on a free loopback port.
 func startMosquitto(t *testing.T) int {
 	t.Helper()
+	port, _ := startMosquittoCmd(t)
+	return port
+}
+
+// startMosquittoCmd is startMosquitto that also returns the process, for a
+// test that stops the broker itself.
+func startMosquittoCmd(t *testing.T) (int, *exec.Cmd) {
+	t.Helper()
 	bin := requireTool(t, "mosquitto", "/usr/sbin/mosquitto")
 	port := freePort(t)
 	dir := t.TempDir()
@@ -29,7 +37,19 @@ func startMosquitto(t *testing.T) int {
 		out, err := runCmd("mosquitto_pub", "-h", "127.0.0.1", "-p", fmt.Sprint(port), "-t", "ping", "-m", "x")
 		return err == nil && !strings.Contains(out, "Error")
 	})
-	return port
+	return port, cmd
+}
+
+// plantBridge is the config of an MQTT bridge "plant" on the mosquitto at
+// port: QoS 1, devices from sensors/{device}/data.
+func plantBridge(port int) string {
+	return fmt.Sprintf(`mqtt:
+  - name: plant
+    broker: tcp://127.0.0.1:%d
+    topics: ["sensors/+/data"]
+    qos: 1
+    device: {topic: "sensors/{device}/data"}
+`, port)
 }
 
 // TestMQTTToWorker: sensors publish QoS 1 to mosquitto; the node's bridge
@@ -37,13 +57,7 @@ func startMosquitto(t *testing.T) int {
 func TestMQTTToWorker(t *testing.T) {
 	requireTool(t, "mosquitto_pub")
 	port := startMosquitto(t)
-	n := newNode(t, fmt.Sprintf(`mqtt:
-  - name: plant
-    broker: tcp://127.0.0.1:%d
-    topics: ["sensors/+/data"]
-    qos: 1
-    device: {topic: "sensors/{device}/data"}
-`, port))
+	n := newNode(t, plantBridge(port))
 	n.start()
 	tr := newTracker(t)
 	startWorker(t, n.url(), "w", tr, func() {})

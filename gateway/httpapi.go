@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"edgeq/gateway/console"
 	"edgeq/wal"
 )
 
@@ -32,6 +33,15 @@ func (n *Node) httpHandler() http.Handler {
 		writeJSON(w, http.StatusOK, n.Status())
 	})))
 	mux.Handle("GET /metrics", n.authorized(http.HandlerFunc(n.handleMetrics)))
+	if n.events != nil {
+		mux.Handle("GET /v1/events", n.authorized(n.events))
+	}
+	mux.Handle("GET /v1/devices/{device}", n.authorized(http.HandlerFunc(n.handleDevice)))
+	if n.cfg.HTTP.Console {
+		page := console.Page()
+		mux.Handle("GET /{$}", page)
+		mux.Handle("GET /console/", http.StripPrefix("/console", page))
+	}
 	mux.Handle("POST /v1/publish/{device}", n.authorized(http.HandlerFunc(n.handlePublish)))
 	return mux
 }

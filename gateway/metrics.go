@@ -139,6 +139,9 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 	for _, b := range n.modbus {
 		s.Modbus = append(s.Modbus, b.Status())
 	}
+	if n.events != nil {
+		s.Console = n.events.Stats()
+	}
 	if device {
 		s.Device = n.metrics.deviceSamples(now)
 	}

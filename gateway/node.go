@@ -19,6 +19,7 @@ import (
 	"edgeq/bridge/serial"
 	"edgeq/gateway/cluster"
 	"edgeq/gateway/config"
+	"edgeq/gateway/console"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
 	"edgeq/gateway/natsserver"
@@ -49,6 +50,7 @@ type Node struct {
 
 	httpSrv *http.Server
 	httpLn  net.Listener
+	events  *console.Hub // the console's snapshot stream (/v1/events)
 
 	ready    atomic.Bool
 	cancel   context.CancelFunc
@@ -244,7 +246,10 @@ func (n *Node) Start() error {
 			return fmt.Errorf("http: listen %s: %w", n.cfg.HTTP.Listen, err)
 		}
 		n.httpLn = ln
+		n.events = console.NewHub(n.statusFrame, n.cfg.HTTP.EventsInterval, n.cfg.HTTP.MaxEventStreams)
 		n.httpSrv = &http.Server{Handler: n.httpHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+		// Event streams never end by themselves: Shutdown would wait for them.
+		n.httpSrv.RegisterOnShutdown(n.events.Close)
 		n.goBackground(func() {
 			if err := n.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				n.logger.Error("http server", "err", err)

@@ -24,6 +24,7 @@ type Status struct {
 	Partitions    []PartitionStatus `json:"partitions"`
 	Groups        []GroupStatus     `json:"groups"`
 	HotDevices    []DeviceStatus    `json:"top_devices"`
+	Hot           HotStatus         `json:"hot"`
 	Sources       map[string]Source `json:"sources"`
 	Connections   ConnStatus        `json:"connections"`
 	Tail          TailStatus        `json:"live_tail"`
@@ -107,6 +108,15 @@ type DeviceStatus struct {
 	Hot    bool    `json:"isolated"`
 }
 
+// HotStatus summarizes hot-device isolation.
+type HotStatus struct {
+	Enabled    bool   `json:"enabled"`
+	Tracked    int    `json:"tracked"`
+	Isolated   int    `json:"isolated"`
+	Moves      uint64 `json:"moves"` // moves to an isolation partition and back
+	MoveErrors uint64 `json:"move_errors"`
+}
+
 // Source counts one ingest source.
 type Source struct {
 	Msgs   uint64 `json:"msgs"`
@@ -187,6 +197,7 @@ func statusOf(s *metrics.Snapshot) Status {
 		}
 		st.Groups = append(st.Groups, gs)
 	}
+	st.Hot = HotStatus{Enabled: s.Hot.Enabled, Tracked: s.Hot.Tracked, Isolated: s.Hot.Isolated, Moves: s.Hot.Moves, MoveErrors: s.Hot.MoveErrors}
 	for _, d := range s.TopDevices {
 		st.HotDevices = append(st.HotDevices, DeviceStatus{Device: d.Device, Rate: d.Rate, Hot: d.Hot})
 	}

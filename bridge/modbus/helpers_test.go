@@ -317,6 +317,21 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // records reads every durable record of device, decoded.
 func records(t testing.TB, l *wal.Log, device string) []map[string]any {
 	t.Helper()
+	// Appends become durable (readable) a moment after the poll that made
+	// them: wait until every record the log accepted for device is there.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out := readRecords(t, l, device)
+		info, _ := l.Device(device)
+		if uint64(len(out)) >= info.LastSeq || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func readRecords(t testing.TB, l *wal.Log, device string) []map[string]any {
+	t.Helper()
 	var out []map[string]any
 	for p := range l.NumPartitions() {
 		for from := uint64(1); ; {

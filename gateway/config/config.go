@@ -123,6 +123,14 @@ type HTTP struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" on every
 	// endpoint but /healthz and /readyz.
 	Token string `yaml:"token"`
+	// Console serves the web console at / (default true); the API is
+	// served either way.
+	Console bool `yaml:"console"`
+	// EventsInterval is how often /v1/events sends a status snapshot
+	// (default 1s). One snapshot serves every open stream.
+	EventsInterval time.Duration `yaml:"events_interval"`
+	// MaxEventStreams bounds the open /v1/events streams (default 8).
+	MaxEventStreams int `yaml:"max_event_streams"`
 }
 
 // WAL configures the telemetry log; see wal.Options for the meaning.
@@ -242,7 +250,7 @@ func Default() Config {
 			MaxPingsOut:      3,
 			AuthTimeout:      5 * time.Second,
 		},
-		HTTP: HTTP{Listen: "127.0.0.1:8222"},
+		HTTP: HTTP{Listen: "127.0.0.1:8222", Console: true, EventsInterval: time.Second, MaxEventStreams: 8},
 		WAL: WAL{
 			Partitions:    w.Partitions,
 			HotPartitions: w.HotPartitions,
@@ -311,6 +319,12 @@ func (c *Config) Validate() error {
 		} else if !isLoopback(c.HTTP.Listen) && c.HTTP.Token == "" {
 			bad("http.listen", "%q is beyond loopback: set http.token", c.HTTP.Listen)
 		}
+	}
+	if c.HTTP.EventsInterval < 250*time.Millisecond || c.HTTP.EventsInterval > time.Minute {
+		bad("http.events_interval", "%v, want 250ms..1m", c.HTTP.EventsInterval)
+	}
+	if c.HTTP.MaxEventStreams < 1 || c.HTTP.MaxEventStreams > 256 {
+		bad("http.max_event_streams", "%d, want 1..256", c.HTTP.MaxEventStreams)
 	}
 	wo := c.WALOptions()
 	if err := wo.Validate(); err != nil {

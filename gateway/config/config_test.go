@@ -87,6 +87,8 @@ func TestRejectsWithKeyNames(t *testing.T) {
 		{"bad durability", "wal:\n  durability: sometimes\n", nil, "durability"},
 		{"beyond loopback without auth", "nats:\n  listen: 0.0.0.0:4222\n", nil, "nats.listen"},
 		{"http beyond loopback without token", "http:\n  listen: 0.0.0.0:8222\n", nil, "http.listen"},
+		{"events too often", "http:\n  events_interval: 10ms\n", nil, "http.events_interval"},
+		{"no event streams", "", []string{"EDGEQ_HTTP_MAX_EVENT_STREAMS=0"}, "http.max_event_streams"},
 		{"bad group ordering", "groups:\n  - {subject: a, queue: b, ordering: sorted}\n", nil, "groups[0].ordering"},
 		{"unknown env", "", []string{"EDGEQ_NATS_LISTN=x"}, "EDGEQ_NATS_LISTN: unknown setting"},
 		{"bad env value", "", []string{"EDGEQ_QUEUE_MAX_DELIVER=many"}, "EDGEQ_QUEUE_MAX_DELIVER (queue.max_deliver)"},

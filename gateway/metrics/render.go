@@ -51,6 +51,7 @@ func Render(w io.Writer, s *Snapshot) {
 	renderGroups(e, s)
 	renderCluster(e, s)
 	renderNATS(e, s)
+	renderConsole(e, s)
 	renderBridges(e, s)
 	RenderDevice(w, s.Device)
 }
@@ -273,6 +274,16 @@ func renderNATS(e *enc, s *Snapshot) {
 	e.counter1("edgeq_nats_ingest_errors_total", n.IngestErrors)
 	e.counter1("edgeq_nats_bad_acks_total", n.BadAcks)
 	e.counter1("edgeq_nats_foreign_acks_total", n.ForeignAcks)
+}
+
+func renderConsole(e *enc, s *Snapshot) {
+	c := s.Console
+	e.gauge1("edgeq_console_streams", uint64(max(c.Streams, 0)))
+	e.gauge1("edgeq_console_max_streams", uint64(max(c.MaxStreams, 0)))
+	e.counter1("edgeq_console_streams_opened_total", c.Opened)
+	e.counter1("edgeq_console_streams_refused_total", c.Refused)
+	e.counter1("edgeq_console_snapshots_total", c.Snapshots)
+	e.counter1("edgeq_console_frames_skipped_total", c.Skipped)
 }
 
 func renderBridges(e *enc, s *Snapshot) {

@@ -8,6 +8,7 @@ import (
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/gateway/cluster"
+	"edgeq/gateway/console"
 	"edgeq/gateway/devicemetrics"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
@@ -46,6 +47,9 @@ type Snapshot struct {
 
 	// Cluster is nil on a standalone node.
 	Cluster *cluster.Stats
+
+	// Console counts the console's event streams (zero without HTTP).
+	Console console.Stats
 }
 
 // Source counts one ingest source's appends (gateway.Ingest.Sources).
