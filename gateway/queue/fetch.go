@@ -79,17 +79,29 @@ func checkBatch(partition int, from uint64, msgs []Msg, next uint64) error {
 func (g *Group) acceptBatch(pi int32, msgs []Msg, next uint64) {
 	p := &g.parts[pi]
 	ra := g.cfg.ReadAheadMsgs
+	took := false
 	for i := range msgs {
 		m := &msgs[i]
 		g.skip(p, m.Offset)
 		if p.next != m.Offset || p.span() >= ra {
 			return // window full
 		}
-		if i > 0 && p.bytes+len(m.Data) > g.cfg.ReadAheadBytes {
+		switch g.setAside(pi, m) {
+		case asideDone:
+			p.fresh = false
+			continue
+		case asideBlocked:
+			return
+		}
+		// The first record is taken whatever its size, unless a re-read
+		// (aside.go) used the byte budget up meanwhile.
+		if p.held >= ra || p.bytes >= g.cfg.ReadAheadBytes || (took && p.bytes+len(m.Data) > g.cfg.ReadAheadBytes) {
 			return
 		}
 		g.accept(pi, m)
+		p = &g.parts[pi]
 		p.fresh = false
+		took = true
 	}
 	g.skip(p, next)
 	if p.next > 1 {
@@ -129,6 +141,7 @@ func (g *Group) accept(pi int32, m *Msg) {
 	p.slots[m.Offset&p.mask] = ei
 	p.next = m.Offset + 1
 	p.bytes += len(m.Data)
+	p.held++
 	g.held++
 	g.devices[di].pending++
 	if g.cfg.Ordering == OrderNone {
