@@ -51,6 +51,7 @@ type fetchResult struct {
 	msgs      []queue.Msg
 	next      uint64
 	durable   uint64 // remote partitions: the owner's durable offset
+	refetch   bool   // answers a queue.Fetch with Refetch set
 }
 
 // runner owns one queue group's core while this node delivers the group, and
@@ -155,7 +156,11 @@ func (r *runner) run(peers []string) {
 			if res.durable > 0 {
 				r.durable[res.partition] = res.durable
 			}
-			if err := r.core.Fetched(res.partition, res.msgs, res.next, time.Now()); err != nil {
+			answer := r.core.Fetched
+			if res.refetch {
+				answer = r.core.Refetched
+			}
+			if err := answer(res.partition, res.msgs, res.next, time.Now()); err != nil {
 				r.logger.Error("fetch answer refused", "partition", res.partition, "err", err)
 			}
 		case <-timer.C:
@@ -316,6 +321,11 @@ func (r *runner) deadLetter(dl *queue.DeadLetter) {
 }
 
 func (r *runner) fetch(ctx context.Context, f queue.Fetch) {
+	if f.Refetch {
+		node, local := r.owner(f.Partition)
+		go r.refetch(ctx, f, node, local)
+		return
+	}
 	if f.Partition >= partitionStride {
 		r.fetchRemote(ctx, f)
 		return

@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Issue 19: one chatty device (H) must not stall its neighbours, neither
+// while it is hot nor when it cools down with a backlog, with hot isolation
+// on (it moves to a hot partition and back) or off (the per-device share of
+// the read-ahead window alone protects the neighbours).
+
+const (
+	hotNeighbours    = 40
+	hotNeighbourRate = 20  // msgs/s each
+	hotPeakRate      = 400 // msgs/s of H while hot
+	hotPeak          = 12 * time.Second
+	hotWork          = 5 * time.Millisecond // every message's handler time
+	hotP99Bound      = 500 * time.Millisecond
+)
+
+// latencies collects publish→delivery times of first deliveries per device.
+type latencies struct {
+	mu    sync.Mutex
+	byDev map[string][]time.Duration
+	hSeqs []uint64
+}
+
+func (l *latencies) observe(device string, m *nats.Msg) {
+	_, ts, ok := strings.Cut(string(m.Data), "|")
+	if !ok {
+		return
+	}
+	ns, _ := strconv.ParseInt(ts, 10, 64)
+	d := time.Since(time.Unix(0, ns))
+	l.mu.Lock()
+	if m.Header.Get("Edgeq-Deliveries") == "1" {
+		l.byDev[device] = append(l.byDev[device], d)
+	}
+	if device == "hot-h" {
+		seq, _ := strconv.ParseUint(m.Header.Get("Edgeq-Seq"), 10, 64)
+		l.hSeqs = append(l.hSeqs, seq)
+	}
+	l.mu.Unlock()
+}
+
+// p99 returns the 99th percentile and the maximum over the devices keep
+// selects, and how many deliveries that is.
+func (l *latencies) p99(keep func(device string) bool) (time.Duration, time.Duration, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var all []time.Duration
+	for dev, ds := range l.byDev {
+		if keep(dev) {
+			all = append(all, ds...)
+		}
+	}
+	if len(all) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(all)
+	return all[len(all)*99/100], all[len(all)-1], len(all)
+}
+
+// pace publishes for device at rate msgs/s from start until end, catching
+// up when it falls behind; the payload carries a counter and the publish
+// time.
+func pace(p *publisher, device string, rate float64, start, end time.Time, next *int) {
+	for k := 0; ; k++ {
+		at := start.Add(time.Duration(float64(k) / rate * float64(time.Second)))
+		if !at.Before(end) {
+			return
+		}
+		if d := time.Until(at); d > 0 {
+			time.Sleep(d)
+		}
+		*next++
+		p.publish(device, fmt.Sprintf("%s/%d|%d", device, *next, time.Now().UnixNano()))
+	}
+}
+
+func runHotScenario(t *testing.T, isolation bool) {
+	yaml := "queue:\n  max_in_flight: 16\n"
+	if !isolation {
+		yaml += "hot:\n  enabled: false\n"
+	}
+	n := newNode(t, yaml)
+	n.start()
+	tr := newTracker(t)
+	lat := &latencies{byDev: map[string][]time.Duration{}}
+	for i := 0; i < 16; i++ {
+		name := fmt.Sprintf("w%02d", i)
+		nc, err := nats.Connect(n.url(), nats.Name(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		_, err = nc.QueueSubscribe("telemetry.>", "workers", func(m *nats.Msg) {
+			device, _ := tr.enter(name, m)
+			lat.observe(device, m)
+			time.Sleep(hotWork)
+			tr.exit(device)
+			_ = m.Ack()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cool := 28 * time.Second
+	if s := os.Getenv("EDGEQ_E2E_HOT_COOL"); s != "" {
+		cool, _ = time.ParseDuration(s)
+	}
+	warm := 3 * time.Second
+	t0 := time.Now().Add(200 * time.Millisecond)
+	hotStart, hotEnd, end := t0.Add(warm), t0.Add(warm+hotPeak), t0.Add(warm+hotPeak+cool)
+
+	pubs := []*publisher{newPublisher(t, n.url(), 2000), newPublisher(t, n.url(), 2000)}
+	var wg sync.WaitGroup
+	for i := 0; i < hotNeighbours; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := 0
+			pace(pubs[0], fmt.Sprintf("hot-n%02d", i), hotNeighbourRate, t0, end, &k)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		k := 0
+		pace(pubs[1], "hot-h", hotNeighbourRate, t0, hotStart, &k)
+		pace(pubs[1], "hot-h", hotPeakRate, hotStart, hotEnd, &k)
+		pace(pubs[1], "hot-h", hotNeighbourRate, hotEnd, end, &k)
+	}()
+	wg.Wait()
+	sent := int(pubs[0].n.Load() + pubs[1].n.Load())
+	waitFor(t, "every pub-ack", 30*time.Second, func() bool {
+		if f := pubs[0].failed.Load() + pubs[1].failed.Load(); f > 0 {
+			t.Fatalf("%d publishes refused", f)
+		}
+		return pubs[0].acked()+pubs[1].acked() == sent
+	})
+	acked := map[string]pubAck{}
+	for _, p := range pubs {
+		for payload, a := range p.ackedPayloads() {
+			acked[payload] = a
+		}
+	}
+	waitFor(t, "every pub-acked message delivered", 60*time.Second, func() bool { return tr.distinct() >= len(acked) })
+	tr.mu.Lock()
+	for payload := range acked {
+		if tr.seen[payload] == 0 {
+			t.Errorf("pub-acked %s never delivered", payload)
+		}
+	}
+	tr.mu.Unlock()
+
+	// H's sequence numbers are contiguous from 1 and delivered in order
+	// (the tracker fails on any first delivery out of order).
+	lat.mu.Lock()
+	hs := slices.Clone(lat.hSeqs)
+	lat.mu.Unlock()
+	var last uint64
+	hCount := 0
+	for payload := range acked {
+		if strings.HasPrefix(payload, "hot-h/") {
+			hCount++
+		}
+	}
+	for _, s := range hs {
+		if s > last {
+			if s != last+1 {
+				t.Errorf("H: Edgeq-Seq %d after %d", s, last)
+			}
+			last = s
+		}
+	}
+	if int(last) != hCount {
+		t.Errorf("H: last Edgeq-Seq %d, %d pub-acked", last, hCount)
+	}
+
+	// H's neighbours are the devices of its home partition (the first
+	// partition H was acked in); the others share nothing with it but the
+	// workers.
+	home := -1
+	for payload, a := range acked {
+		if strings.HasPrefix(payload, "hot-h/1|") {
+			home = a.Partition
+		}
+	}
+	mates := map[string]bool{}
+	for payload, a := range acked {
+		if dev, _, _ := strings.Cut(payload, "/"); dev != "hot-h" && a.Partition == home {
+			mates[dev] = true
+		}
+	}
+	p99, worst, count := lat.p99(func(dev string) bool { return mates[dev] })
+	allP99, allWorst, allCount := lat.p99(func(dev string) bool { return dev != "hot-h" })
+	t.Logf("isolation %v: H's %d neighbours in partition %d: publish→delivery p99 %v (max %v) over %d messages; "+
+		"all 40 other devices: p99 %v (max %v) over %d; H %d messages",
+		isolation, len(mates), home, p99, worst, count, allP99, allWorst, allCount, hCount)
+	toHot, back := 0, 0
+	for _, line := range strings.Split(n.logs(), "\n") {
+		if strings.Contains(line, `msg="hot-device isolation"`) && strings.Contains(line, "device=hot-h ") {
+			if strings.Contains(line, "hot=true") {
+				toHot++
+			} else {
+				back++
+			}
+		}
+	}
+	t.Logf("H moves: %d to the hot partition, %d back", toHot, back)
+	if isolation && (toHot != 1 || back != 1) {
+		t.Errorf("H moved to the hot partition %d times and back %d times, want 1 and 1", toHot, back)
+	}
+	if !isolation && toHot+back != 0 {
+		t.Errorf("H moved with isolation off")
+	}
+	if len(mates) == 0 {
+		t.Errorf("no neighbour shares H's partition %d", home)
+	}
+	if p99 > hotP99Bound || allP99 > hotP99Bound {
+		t.Errorf("neighbours' p99 %v (all devices %v), want < %v", p99, allP99, hotP99Bound)
+	}
+	if tr.problems > 0 {
+		t.Errorf("%d order problems", tr.problems)
+	}
+	v := scrapeMetrics(t, n, "")
+	t.Logf("neighbour stalls avoided: %v", sumOf(v, "edgeq_queue_neighbour_stalls_avoided_total"))
+	if !isolation && sumOf(v, "edgeq_queue_neighbour_stalls_avoided_total") == 0 {
+		t.Errorf("edgeq_queue_neighbour_stalls_avoided_total is 0 with isolation off")
+	}
+}
+
+func TestHotDeviceIsolationThroughCoolDown(t *testing.T) { runHotScenario(t, true) }
+
+func TestHotDeviceWindowShareWithoutIsolation(t *testing.T) { runHotScenario(t, false) }
