@@ -237,9 +237,9 @@ func runHotScenario(t *testing.T, isolation bool) {
 		t.Errorf("%d order problems", tr.problems)
 	}
 	v := scrapeMetrics(t, n, "")
-	t.Logf("neighbour stalls avoided: %v", sumOf(v, "edgeq_queue_neighbour_stalls_avoided_total"))
-	if !isolation && sumOf(v, "edgeq_queue_neighbour_stalls_avoided_total") == 0 {
-		t.Errorf("edgeq_queue_neighbour_stalls_avoided_total is 0 with isolation off")
+	t.Logf("neighbour stalls avoided: %v", sumOf(v, "edgeq_group_neighbour_stalls_avoided_total"))
+	if !isolation && sumOf(v, "edgeq_group_neighbour_stalls_avoided_total") == 0 {
+		t.Errorf("edgeq_group_neighbour_stalls_avoided_total is 0 with isolation off")
 	}
 }
 
