@@ -305,6 +305,64 @@ func (g *Group) dropAsideIfDone(pi int32, ai int) {
 	p.blocked = false
 }
 
+// evictBase moves the record at partition pi's window base from the ring to
+// the side table when its device has a backlog there (it holds more than
+// this one record, or has records set aside): that device's slow progress
+// then no longer limits how far the ring reads ahead for the others. The
+// record stays held (the commit stays below it). It reports whether it
+// moved one.
+func (g *Group) evictBase(pi int32) bool {
+	ei, ai, ok := g.evictable(pi)
+	if !ok {
+		return false
+	}
+	p := &g.parts[pi]
+	off := p.base
+	di := g.entries[ei].dev
+	if ai < 0 {
+		p.aside = append(p.aside, aside{dev: di, lo: 1, hi: 0})
+		ai = len(p.aside) - 1
+		g.devices[di].asides++
+	}
+	a := &p.aside[ai]
+	if a.sides == 0 || off < a.sideLow {
+		a.sideLow = off
+	}
+	a.sides++
+	if p.side == nil {
+		p.side = make(map[uint64]int32, g.shareMsgs)
+	}
+	p.side[off] = ei
+	g.entries[ei].side = true
+	p.finish(off)
+	g.counters.evicted++
+	g.counters.stallsAvoided++
+	return true
+}
+
+// evictable reports whether evictBase would move the base record ei of
+// partition pi, and its device's aside entry (-1: none yet).
+func (g *Group) evictable(pi int32) (ei int32, ai int, ok bool) {
+	p := &g.parts[pi]
+	if g.cfg.Ordering != OrderPerDevice || p.base == p.next || p.held >= g.cfg.ReadAheadMsgs {
+		return noEntry, -1, false
+	}
+	ei = p.slots[p.base&p.mask]
+	if ei == noEntry {
+		return noEntry, -1, false
+	}
+	di := g.entries[ei].dev
+	if g.devices[di].asides > 0 {
+		if ai = p.findAside(di); ai >= 0 {
+			return ei, ai, true
+		}
+	}
+	if n, _ := g.laneLoad(di, pi); n < 2 || len(p.aside) >= g.cfg.MaxAsideDevices {
+		return noEntry, -1, false
+	}
+	return ei, -1, true
+}
+
 // lookup returns the entry of partition p at off, or noEntry.
 func (p *partition) lookup(off uint64) int32 {
 	if off >= p.base && off < p.next {

@@ -83,6 +83,8 @@ func (g *Group) acceptBatch(pi int32, msgs []Msg, next uint64) {
 	for i := range msgs {
 		m := &msgs[i]
 		g.skip(p, m.Offset)
+		for p.next == m.Offset && p.span() >= ra && g.evictBase(pi) {
+		}
 		if p.next != m.Offset || p.span() >= ra {
 			return // window full
 		}

@@ -471,6 +471,6 @@ func (h *harness) printStats() {
 		}
 	}
 	if s.StallsAvoided > 0 || s.SetAside > 0 {
-		h.printf("stalls avoided %d, set aside %d, aside blocked %d", s.StallsAvoided, s.SetAside, s.AsideBlocked)
+		h.printf("stalls avoided %d, set aside %d, evicted %d, aside blocked %d", s.StallsAvoided, s.SetAside, s.Evicted, s.AsideBlocked)
 	}
 }

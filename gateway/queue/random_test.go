@@ -514,6 +514,7 @@ func (m *model) dropSome() {
 
 func (m *model) restart() {
 	m.counts["restarts"]++
+	m.counts["evicted"] += int(m.g.Stats().Evicted)
 	m.logf("restart from %v", m.committed)
 	m.inst++
 	m.build()

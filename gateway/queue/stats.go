@@ -7,6 +7,7 @@ type counters struct {
 	inProgress, timeouts, deadLetters, staleAcks uint64
 	memberLeaveRequeues                          uint64
 	stallsAvoided, setAside, asideBlocked        uint64
+	evicted                                      uint64
 }
 
 // Stats is a snapshot for metrics and status pages.
@@ -30,12 +31,16 @@ type Stats struct {
 	LeaveRequeue uint64 // in-flight messages returned by members that left
 	DeadLetters  uint64
 	StaleAcks    uint64 // acknowledgements that matched no current delivery
-	// StallsAvoided counts the times a device reached its share of a
-	// partition's window and the reader went on with the other devices
-	// instead of waiting (each starts a run of set-aside records).
+	// StallsAvoided counts the times the reader went on past a device
+	// instead of waiting for it: the device reached its share of a
+	// partition's window (a run of set-aside records starts), or a record
+	// of a device with a backlog was moved out of the window base (Evicted).
 	StallsAvoided uint64
 	SetAside      uint64 // records set aside (each is read again later)
 	AsideBlocked  uint64 // times a partition stopped reading: its aside table was full
+	// Evicted counts records of a device with a backlog moved out of the
+	// way of the window's read-ahead (still held, read on past them).
+	Evicted uint64
 
 	Partitions []PartitionStats
 	MemberList []MemberStats
@@ -90,6 +95,7 @@ func (g *Group) Stats() Stats {
 		StallsAvoided: c.stallsAvoided,
 		SetAside:      c.setAside,
 		AsideBlocked:  c.asideBlocked,
+		Evicted:       c.evicted,
 		Partitions:    make([]PartitionStats, 0, len(g.parts)),
 	}
 	for i := range g.parts {

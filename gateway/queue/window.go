@@ -113,8 +113,17 @@ func (g *Group) fetchDue(p *partition) bool {
 	if p.fetching || g.draining || g.drained {
 		return false
 	}
-	return p.fromEnd || (!p.blocked && p.span() < g.cfg.ReadAheadMsgs && p.held < g.cfg.ReadAheadMsgs &&
-		p.bytes < g.cfg.ReadAheadBytes)
+	if p.fromEnd {
+		return true
+	}
+	if p.blocked || p.held >= g.cfg.ReadAheadMsgs || p.bytes >= g.cfg.ReadAheadBytes {
+		return false
+	}
+	if p.span() < g.cfg.ReadAheadMsgs {
+		return true
+	}
+	_, _, ok := g.evictable(g.partIdx[p.id])
+	return ok
 }
 
 func (g *Group) collectFetches(out *Ready) {
@@ -122,6 +131,8 @@ func (g *Group) collectFetches(out *Ready) {
 		p := &g.parts[i]
 		if !g.fetchDue(p) {
 			continue
+		}
+		for p.span() >= g.cfg.ReadAheadMsgs && g.evictBase(int32(i)) {
 		}
 		p.fetching = true
 		if p.fromEnd {
