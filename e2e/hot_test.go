@@ -144,7 +144,9 @@ func pace(p *publisher, device string, rate float64, start time.Time, end func()
 }
 
 func runHotScenario(t *testing.T, isolation bool) {
-	yaml := "queue:\n  max_in_flight: 16\n"
+	// A window of 256 (a small gateway's setting; the default is 1024) so
+	// that a device's backlog would fill it within seconds.
+	yaml := "queue:\n  max_in_flight: 16\n  read_ahead_msgs: 256\n"
 	if !isolation {
 		yaml += "hot:\n  enabled: false\n"
 	}
@@ -173,10 +175,13 @@ func runHotScenario(t *testing.T, isolation bool) {
 			t.Fatal(err)
 		}
 	}
-	// The cool phase lasts 12 s (the issue's), and with isolation until 3 s
-	// after H moved back home, at most 45 s: H's backlog in the hot
-	// partition (some 2,500 records) drains at its handler's pace first.
-	minCool, maxCool := 12*time.Second, 45*time.Second
+	// The cool phase lasts 12 s (the issue's), and with isolation until 8 s
+	// after H moved back home (long enough to see its home partition stall
+	// if it moved back too early). H's backlog in the hot partition (some
+	// 3,000 records) drains at its handler's pace first: about 35 s here,
+	// longer on a loaded machine, so the bound is generous (the test
+	// asserts behaviour, not speed).
+	minCool, maxCool := 12*time.Second, 90*time.Second
 	if s := os.Getenv("EDGEQ_E2E_HOT_COOL"); s != "" {
 		minCool, _ = time.ParseDuration(s)
 	}
@@ -202,7 +207,7 @@ func runHotScenario(t *testing.T, isolation bool) {
 					at := time.Now()
 					movedBack <- at
 					endMu.Lock()
-					endAt = maxTime(hotEnd.Add(minCool), at.Add(3*time.Second))
+					endAt = maxTime(hotEnd.Add(minCool), at.Add(8*time.Second))
 					endMu.Unlock()
 					return
 				}
@@ -333,13 +338,13 @@ func runHotScenario(t *testing.T, isolation bool) {
 	if tr.problems > 0 {
 		t.Errorf("%d order problems", tr.problems)
 	}
-	// The share (read_ahead 1024 / 8) bounds what one device holds of a window.
+	// The share (read_ahead 256 / 8) bounds what one device holds of a window.
 	t.Logf("per partition, most records a window held %v; most its busiest device held %v; stalls avoided %d",
 		held, busiest, *stalls)
 	t.Logf("group lag by partition over time:%s", timeline.String())
 	for p, b := range busiest {
-		if b > 128 {
-			t.Errorf("partition %s: one device held %d records of the window, share 128", p, b)
+		if b > 32 {
+			t.Errorf("partition %s: one device held %d records of the window, share 32", p, b)
 		}
 	}
 	v := scrapeMetrics(t, n, "")
