@@ -177,21 +177,11 @@ func (g *Group) collectRefetches(out *Ready) {
 // Fetched. Records of other devices in msgs are ignored. A malformed answer
 // returns ErrBadBatch and is ignored; the records are asked for again.
 func (g *Group) Refetched(partition int, msgs []Msg, next uint64, now time.Time) error {
-	if g.drained {
-		return fmt.Errorf("queue: refetched partition %d: %w", partition, ErrDrained)
-	}
-	pi, ok := g.partIdx[partition]
-	if !ok {
-		return fmt.Errorf("queue: refetched partition %d: %w", partition, ErrUnknownPartition)
+	pi, err := g.takeAnswer("refetched", partition, true)
+	if err != nil || g.draining {
+		return err
 	}
 	p := &g.parts[pi]
-	if !p.refetching {
-		return fmt.Errorf("queue: refetched partition %d: %w", partition, ErrNoFetch)
-	}
-	p.refetching = false
-	if g.draining {
-		return nil
-	}
 	g.setNow(now)
 	ai := p.findAside(p.refetchDev)
 	if ai < 0 || p.aside[ai].lo > p.aside[ai].hi {
