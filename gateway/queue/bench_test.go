@@ -71,6 +71,14 @@ func benchmarkDispatch(b *testing.B, o Ordering, s Strategy) {
 	for p := range benchPartitions {
 		start[p] = 1
 	}
+	store := newBenchStorage(cfg.ReadAheadMsgs)
+	runDispatch(b, cfg, start, store.read)
+}
+
+// runDispatch builds a group with benchMembers members, warms it up and
+// measures b.N messages, each acked at once; read answers every Fetch
+// (Refetch included).
+func runDispatch(b *testing.B, cfg Config, start map[int]uint64, read func(Fetch) []Msg) *Group {
 	g, err := New(cfg, start, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		b.Fatal(err)
@@ -81,76 +89,11 @@ func benchmarkDispatch(b *testing.B, o Ordering, s Strategy) {
 			b.Fatal(err)
 		}
 	}
-	store := newBenchStorage(cfg.ReadAheadMsgs)
 	delivered := 0
 	pump := func(limit int) {
 		for delivered < limit {
 			rd := g.Ready()
 			// rd stays valid until the next Ready, so acking while iterating is safe.
-			for _, d := range rd.Deliver {
-				if err := g.Ack(d.Member, d.Msg.Ref(), d.Deliveries, now); err != nil {
-					b.Fatal(err)
-				}
-				delivered++
-			}
-			for _, f := range rd.Fetch {
-				msgs := store.read(f)
-				if err := g.Fetched(f.Partition, msgs, f.From+uint64(len(msgs)), now); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	}
-	pump(200000) // warm up: slabs, maps and ready queues reach their steady size
-	delivered = 0
-	b.ReportAllocs()
-	b.ResetTimer()
-	pump(b.N)
-	b.StopTimer()
-	b.ReportMetric(float64(delivered)/b.Elapsed().Seconds(), "msgs/s")
-	if st := g.Stats(); st.DeadLetters != 0 || st.StaleAcks != 0 {
-		b.Fatalf("unexpected dead letters or stale acks: %+v", st)
-	}
-}
-
-// BenchmarkDispatchHotDevice: one partition where every other record is of
-// one device, so it always has records beyond its share of the window:
-// they are set aside and read again (Refetch) all the time. Each delivery is
-// acked at once.
-func BenchmarkDispatchHotDevice(b *testing.B) {
-	cfg := DefaultConfig()
-	g, err := New(cfg, map[int]uint64{0: 1}, rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range benchMembers {
-		if err := g.AddMember(MemberID(fmt.Sprintf("worker-%d", i)), DefaultCredit, now); err != nil {
-			b.Fatal(err)
-		}
-	}
-	devs := make([]string, 1000)
-	for i := range devs {
-		devs[i] = fmt.Sprintf("sensor-%05d", i)
-	}
-	payload := make([]byte, 64)
-	batch := make([]Msg, 0, cfg.ReadAheadMsgs)
-	read := func(f Fetch) []Msg {
-		batch = batch[:0]
-		for i := range f.MaxMsgs {
-			off := f.From + uint64(i)
-			dev := "hot"
-			if off%2 == 1 {
-				dev = devs[off%uint64(len(devs))]
-			}
-			batch = append(batch, Msg{Partition: 0, Offset: off, Kind: KindData, Device: dev, Data: payload})
-		}
-		return batch
-	}
-	delivered := 0
-	pump := func(limit int) {
-		for delivered < limit {
-			rd := g.Ready()
 			for _, d := range rd.Deliver {
 				if err := g.Ack(d.Member, d.Msg.Ref(), d.Deliveries, now); err != nil {
 					b.Fatal(err)
@@ -169,14 +112,44 @@ func BenchmarkDispatchHotDevice(b *testing.B) {
 			}
 		}
 	}
-	pump(200000)
+	pump(200000) // warm up: slabs, maps and ready queues reach their steady size
 	delivered = 0
 	b.ReportAllocs()
 	b.ResetTimer()
 	pump(b.N)
 	b.StopTimer()
 	b.ReportMetric(float64(delivered)/b.Elapsed().Seconds(), "msgs/s")
-	if st := g.Stats(); st.SetAside == 0 {
-		b.Fatalf("nothing set aside: %+v", st)
+	if st := g.Stats(); st.DeadLetters != 0 || st.StaleAcks != 0 {
+		b.Fatalf("unexpected dead letters or stale acks: %+v", st)
+	}
+	return g
+}
+
+// BenchmarkDispatchHotDevice: one partition where every other record is of
+// one device, so it always has records beyond its share of the window:
+// they are set aside and read again (Refetch) all the time. Each delivery is
+// acked at once.
+func BenchmarkDispatchHotDevice(b *testing.B) {
+	cfg := DefaultConfig()
+	devs := make([]string, 1000)
+	for i := range devs {
+		devs[i] = fmt.Sprintf("sensor-%05d", i)
+	}
+	payload := make([]byte, 64)
+	batch := make([]Msg, 0, cfg.ReadAheadMsgs)
+	read := func(f Fetch) []Msg {
+		batch = batch[:0]
+		for i := range f.MaxMsgs {
+			off := f.From + uint64(i)
+			dev := "hot"
+			if off%2 == 1 {
+				dev = devs[off%uint64(len(devs))]
+			}
+			batch = append(batch, Msg{Partition: 0, Offset: off, Kind: KindData, Device: dev, Data: payload})
+		}
+		return batch
+	}
+	if g := runDispatch(b, cfg, map[int]uint64{0: 1}, read); g.Stats().SetAside == 0 {
+		b.Fatalf("nothing set aside: %+v", g.Stats())
 	}
 }
