@@ -23,6 +23,8 @@ type Ingest struct {
 
 	hotMu sync.Mutex
 	hot   *hot.Detector // nil when isolation is off
+	// normal is the number of normal partitions: hot ones come after.
+	normal int
 
 	srcMu   sync.Mutex
 	sources map[string]*SourceCounters // bound: maxSources
@@ -37,10 +39,11 @@ type SourceCounters struct {
 }
 
 func newIngest(l *wal.Log, det *hot.Detector, logger *slog.Logger) *Ingest {
-	in := &Ingest{log: l, hot: det, logger: logger, sources: map[string]*SourceCounters{}}
+	in := &Ingest{log: l, hot: det, logger: logger, sources: map[string]*SourceCounters{}, normal: l.Options().Partitions}
 	if det != nil {
 		for dev, home := range l.IsolatedDevices() {
-			det.Restore(dev, home)
+			hp := l.DevicePartition(dev)
+			det.Restore(dev, home, hp, l.Durable(hp))
 		}
 	}
 	return in
@@ -64,9 +67,10 @@ func (in *Ingest) source(name string) *SourceCounters {
 func (in *Ingest) AppendAsync(rec *wal.Record, done func(wal.Position, error)) {
 	c := in.source(rec.Source)
 	size := uint64(len(rec.Payload))
-	if in.hot != nil && wal.ValidateDeviceID(rec.Device) == nil {
+	device := rec.Device
+	if in.hot != nil && wal.ValidateDeviceID(device) == nil {
 		in.hotMu.Lock()
-		in.hot.Observe(rec.Device, in.log.HomePartition(rec.Device), time.Now())
+		in.hot.Observe(device, in.log.HomePartition(device), time.Now())
 		in.hotMu.Unlock()
 	}
 	in.log.AppendAsync(rec, func(pos wal.Position, err error) {
@@ -75,6 +79,13 @@ func (in *Ingest) AppendAsync(rec *wal.Record, done func(wal.Position, error)) {
 		} else {
 			c.Msgs.Add(1)
 			c.Bytes.Add(size)
+			if in.hot != nil && pos.Partition >= in.normal {
+				// An isolated device's record: the detector counts its
+				// backlog there before moving it home.
+				in.hotMu.Lock()
+				in.hot.Stored(device, pos.Partition, pos.Offset)
+				in.hotMu.Unlock()
+			}
 		}
 		done(pos, err)
 	})
@@ -109,6 +120,12 @@ func (in *Ingest) runHot(ctx context.Context) {
 			return
 		case now := <-t.C:
 			in.hotMu.Lock()
+			// What every queue group finished of each hot partition: a
+			// device moves home only once its backlog there is small.
+			for p := in.normal; p < in.log.NumPartitions(); p++ {
+				floor, ok := in.log.Offsets().Floor(p)
+				in.hot.Committed(p, floor, ok)
+			}
 			moves := append([]hot.Move(nil), in.hot.Evaluate(now)...)
 			in.hotMu.Unlock()
 			for _, m := range moves {
@@ -132,7 +149,7 @@ func (in *Ingest) move(ctx context.Context, m hot.Move) {
 		return
 	}
 	in.moves.Add(1)
-	in.logger.Info("hot-device isolation", "device", m.Device, "hot", m.Hot, "rate", m.Rate, "partition", target)
+	in.logger.Info("hot-device isolation", "device", m.Device, "hot", m.Hot, "rate", m.Rate, "partition", target, "backlog", m.Backlog)
 }
 
 // Sources returns a copy of the per-source counters.

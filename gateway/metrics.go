@@ -161,7 +161,7 @@ func (in *Ingest) hotView(n int) ([]hot.DeviceRate, metrics.HotStats) {
 	top := in.hot.Top(n)
 	st := in.hot.Stats()
 	in.hotMu.Unlock()
-	hs.Enabled, hs.Tracked, hs.Isolated, hs.Untracked = true, st.Tracked, st.Hot, st.Untracked
+	hs.Enabled, hs.Tracked, hs.Isolated, hs.Untracked, hs.HeldBack = true, st.Tracked, st.Hot, st.Untracked, st.HeldBack
 	return top, hs
 }
 

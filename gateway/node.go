@@ -87,6 +87,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	if cfg.Hot.Enabled {
 		hc := hot.DefaultConfig()
 		hc.Window, hc.Factor, hc.MinRate, hc.MaxDevices = cfg.Hot.Window, cfg.Hot.Factor, cfg.Hot.MinRate, cfg.WAL.MaxDevices
+		hc.MoveBackBacklog = cfg.Hot.MoveBackBacklog
 		if det, err = hot.New(hc); err != nil {
 			l.Close()
 			return nil, err
@@ -184,6 +185,8 @@ func queueConfig(cfg config.Config, g config.Group) queue.Config {
 	qc.MaxInFlight = cfg.Queue.MaxInFlight
 	qc.ReadAheadMsgs = cfg.Queue.ReadAheadMsgs
 	qc.ReadAheadBytes = int(cfg.Queue.ReadAheadBytes)
+	qc.DeviceShareMsgs = cfg.Queue.DeviceShareMsgs
+	qc.DeviceShareBytes = int(cfg.Queue.DeviceShareBytes)
 	if g.Queue != "" && g.Deliver != "new" {
 		qc.Deliver = queue.DeliverAll
 	}

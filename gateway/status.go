@@ -85,6 +85,12 @@ type GroupStatus struct {
 	PartitionLag map[string]uint64 `json:"partition_lag"`
 	MemberList   []MemberStatus    `json:"member_list"`
 	WindowSpan   map[string]int    `json:"window_span"`
+	// Window is each partition's read-ahead window: records held, what the
+	// busiest device holds (bounded by its share), records set aside.
+	Window map[string]WindowStatus `json:"window"`
+	// StallsAvoided counts the times a device reached its share of a
+	// window and the other devices were read on past it.
+	StallsAvoided uint64 `json:"neighbour_stalls_avoided"`
 	// Leading: this node delivers the group (always on a standalone node);
 	// the delivery figures above are only known there.
 	Leading bool `json:"leading"`
@@ -92,6 +98,13 @@ type GroupStatus struct {
 	MembersByNode map[string]int `json:"members_by_node,omitempty"`
 	// Forwards counts deliveries to members on other nodes.
 	Forwards uint64 `json:"forwards"`
+}
+
+// WindowStatus is one partition's read-ahead window of a group.
+type WindowStatus struct {
+	Messages int `json:"messages"`
+	Busiest  int `json:"busiest_device"`
+	SetAside int `json:"set_aside"`
 }
 
 // MemberStatus is one member of a group.
@@ -173,8 +186,8 @@ func statusOf(s *metrics.Snapshot) Status {
 			Delivered: g.Core.Delivered, Acked: g.Core.Acked, Naks: g.Core.Naks,
 			Redeliveries: g.Core.Redeliveries, DeadLetters: g.Core.DeadLetters, Active: g.Core.ActiveDevices,
 			LatencyP50ms: ms(g.Latency.Quantile(0.5)), LatencyP99ms: ms(g.Latency.Quantile(0.99)),
-			PartitionLag: map[string]uint64{}, WindowSpan: map[string]int{},
-			Leading: g.Leading, Forwards: g.Forwards}
+			PartitionLag: map[string]uint64{}, WindowSpan: map[string]int{}, Window: map[string]WindowStatus{},
+			StallsAvoided: g.Core.StallsAvoided, Leading: g.Leading, Forwards: g.Forwards}
 		if len(g.Members) > 0 {
 			gs.MembersByNode = g.Members
 		}
@@ -191,6 +204,7 @@ func statusOf(s *metrics.Snapshot) Status {
 				gs.PartitionLag[name] = lag
 			}
 			gs.WindowSpan[name] = p.Span
+			gs.Window[name] = WindowStatus{Messages: p.Held, Busiest: p.Busiest, SetAside: p.SetAside}
 		}
 		for _, m := range g.Core.MemberList {
 			gs.MemberList = append(gs.MemberList, MemberStatus{ID: string(m.ID), Credit: m.Credit, InFlight: m.InFlight})

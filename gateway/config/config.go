@@ -154,7 +154,13 @@ type QueueDefaults struct {
 	GroupTTL       time.Duration `yaml:"group_ttl"`
 	ReadAheadMsgs  int           `yaml:"read_ahead_msgs"`
 	ReadAheadBytes ByteSize      `yaml:"read_ahead_bytes"`
-	MaxGroups      int           `yaml:"max_groups"`
+	// DeviceShareMsgs / DeviceShareBytes: what one device may hold of a
+	// partition's read-ahead window (0: read_ahead/8, at least 4 messages;
+	// read_ahead_bytes/8). Beyond it its records are set aside and read
+	// again later, so a device with a backlog does not stall the others.
+	DeviceShareMsgs  int      `yaml:"device_share_msgs"`
+	DeviceShareBytes ByteSize `yaml:"device_share_bytes"`
+	MaxGroups        int      `yaml:"max_groups"`
 }
 
 // Group declares a queue group that exists without members.
@@ -209,6 +215,9 @@ type Hot struct {
 	Window  time.Duration `yaml:"window"`
 	Factor  float64       `yaml:"factor"`
 	MinRate float64       `yaml:"min_rate"`
+	// MoveBackBacklog: a cooled device moves home only once at most this
+	// many of its records wait undelivered in the hot partition.
+	MoveBackBacklog int `yaml:"move_back_backlog"`
 }
 
 // Metrics configures the exposition. The disk and filesystem metrics are
@@ -270,7 +279,7 @@ func Default() Config {
 			ReadAheadBytes: 4 << 20,
 			MaxGroups:      64,
 		},
-		Hot:     Hot{Enabled: true, Window: 10 * time.Second, Factor: 10, MinRate: 50},
+		Hot:     Hot{Enabled: true, Window: 10 * time.Second, Factor: 10, MinRate: 50, MoveBackBacklog: 32},
 		Metrics: Metrics{ProcRoot: "/proc", SysRoot: "/sys", TopDevices: 10},
 		Cluster: Cluster{Listen: "0.0.0.0:7422", HeartbeatInterval: 500 * time.Millisecond, FailureTimeout: 3 * time.Second},
 	}
@@ -346,6 +355,12 @@ func (c *Config) Validate() error {
 	if q.ReadAheadMsgs < 1 || q.ReadAheadBytes < 1024 {
 		bad("queue.read_ahead_msgs", "%d msgs / %d bytes, want >= 1 and >= 1KiB", q.ReadAheadMsgs, q.ReadAheadBytes)
 	}
+	if q.DeviceShareMsgs < 0 || q.DeviceShareMsgs > q.ReadAheadMsgs {
+		bad("queue.device_share_msgs", "%d, want 0 (default) .. read_ahead_msgs %d", q.DeviceShareMsgs, q.ReadAheadMsgs)
+	}
+	if q.DeviceShareBytes < 0 {
+		bad("queue.device_share_bytes", "%d, want >= 0", q.DeviceShareBytes)
+	}
 	if q.MaxGroups < 1 {
 		bad("queue.max_groups", "%d, want >= 1", q.MaxGroups)
 	}
@@ -415,6 +430,9 @@ func (c *Config) Validate() error {
 		}
 		if c.Hot.MinRate <= 0 {
 			bad("hot.min_rate", "%v, want > 0", c.Hot.MinRate)
+		}
+		if c.Hot.MoveBackBacklog < 0 {
+			bad("hot.move_back_backlog", "%d, want >= 0", c.Hot.MoveBackBacklog)
 		}
 		if c.WAL.HotPartitions == 0 {
 			bad("hot.enabled", "needs wal.hot_partitions > 0")

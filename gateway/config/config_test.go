@@ -94,6 +94,9 @@ func TestRejectsWithKeyNames(t *testing.T) {
 		{"bad env value", "", []string{"EDGEQ_QUEUE_MAX_DELIVER=many"}, "EDGEQ_QUEUE_MAX_DELIVER (queue.max_deliver)"},
 		{"bad log level", "log_level: loud\n", nil, "log_level"},
 		{"bad node id", "node_id: a b\n", nil, "node_id"},
+		{"device share above the window", "queue:\n  read_ahead_msgs: 64\n  device_share_msgs: 65\n", nil, "queue.device_share_msgs"},
+		{"negative device share bytes", "", []string{"EDGEQ_QUEUE_DEVICE_SHARE_BYTES=-1"}, "queue.device_share_bytes"},
+		{"negative move-back backlog", "hot:\n  move_back_backlog: -1\n", nil, "hot.move_back_backlog"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

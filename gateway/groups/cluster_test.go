@@ -502,3 +502,31 @@ func (m *holdingMember) release(reg *Registry) {
 		_ = reg.Ack(Ack{Handle: h, Kind: AckDone})
 	}
 }
+
+// TestClusterDeviceShareOnPeerPartition: a device beyond its share of a
+// window of another node's partition has its records set aside and read
+// again from the owner (a Refetch over the peer link); everything arrives,
+// in order per device, never two in flight.
+func TestClusterDeviceShareOnPeerPartition(t *testing.T) {
+	cfg := queue.DefaultConfig()
+	cfg.Deliver = queue.DeliverAll
+	cfg.ReadAheadMsgs, cfg.DeviceShareMsgs = 16, 2
+	_, nodes := newMemCluster(t, cfg, "a", "b")
+	a, b := nodes["a"], nodes["b"]
+	key := GroupKey{Filter: "telemetry.>", Queue: "q"}
+	w := newClusterWorld(t)
+	ma := &clusterMember{id: "ma", w: w, reg: a.reg, hold: time.Millisecond}
+	join(t, a.reg, key, "ma", ma, 8)
+	publishOn(t, b.log, "hot-", 1, 60)
+	publishOn(t, b.log, "b-dev-", 5, 4)
+	if err := a.reg.Lead(key); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "everything delivered", 20*time.Second, func() bool { return w.delivered() == 60+20 })
+	// Stats are a snapshot taken every second.
+	waitFor(t, "records set aside in the stats", 5*time.Second, func() bool {
+		st := a.reg.Stats()
+		return len(st) == 1 && st[0].Core.SetAside > 0 && st[0].Core.StallsAvoided > 0
+	})
+	ma.wg.Wait()
+}

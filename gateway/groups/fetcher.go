@@ -56,6 +56,48 @@ func (f *fetcher) serve(ctx context.Context, req queue.Fetch) (fetchResult, bool
 	}
 }
 
+// refetch reads again records the core set aside (they are durable, so no
+// waiting), retrying paced while the read fails, and hands the answer to the
+// runner. The core has at most one Refetch per partition outstanding.
+func (r *runner) refetch(ctx context.Context, f queue.Fetch, node string, local int) {
+	var b retryBackoff
+	for {
+		res, err := r.readAgain(ctx, f, node, local)
+		if err == nil {
+			select {
+			case r.results <- res:
+			case <-ctx.Done():
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.logger.Warn("read set-aside records again", "partition", f.Partition, "from", f.From, "err", err)
+		if !b.wait(ctx) {
+			return
+		}
+	}
+}
+
+// readAgain reads f from the local log, or from node (the owner of a
+// partition of another node, local there).
+func (r *runner) readAgain(ctx context.Context, f queue.Fetch, node string, local int) (fetchResult, error) {
+	if f.Partition < partitionStride {
+		b, err := r.log.Read(f.Partition, f.From, f.MaxMsgs, f.MaxBytes)
+		if err != nil {
+			return fetchResult{}, err
+		}
+		return fetchResult{partition: f.Partition, msgs: toMsgs(f.Partition, b.Entries), next: b.Next, refetch: true}, nil
+	}
+	batch, err := r.reg.cfg.Peers.Fetch(ctx, node, r.key, RemoteFetch{Partition: local, From: f.From, MaxMsgs: f.MaxMsgs, MaxBytes: f.MaxBytes})
+	if err != nil {
+		return fetchResult{}, err
+	}
+	conv := remoteFetcher{r: r, node: node, base: f.Partition - local, local: local, partition: f.Partition}
+	return fetchResult{partition: f.Partition, msgs: conv.toMsgs(batch), next: batch.Next, durable: batch.Durable, refetch: true}, nil
+}
+
 // readWhenDurable reads partition p from offset from on once there is
 // something new there: a durable record at from or after, or retention
 // having removed from. It waits on the log's notification (no polling) until

@@ -49,6 +49,7 @@ type fetchResult struct {
 	msgs      []queue.Msg
 	next      uint64
 	durable   uint64 // remote partitions: the owner's durable offset
+	refetch   bool   // answers a queue.Fetch with Refetch set
 }
 
 // runner owns one queue group's core while this node delivers the group, and
@@ -165,7 +166,11 @@ func (r *runner) run(peers []string) {
 				}
 				r.durable[res.partition] = res.durable
 			}
-			if err := r.core.Fetched(res.partition, res.msgs, res.next, time.Now()); err != nil {
+			answer := r.core.Fetched
+			if res.refetch {
+				answer = r.core.Refetched
+			}
+			if err := answer(res.partition, res.msgs, res.next, time.Now()); err != nil {
 				r.logger.Error("fetch answer refused", "partition", res.partition, "err", err)
 			}
 		case <-timer.C:
@@ -377,6 +382,11 @@ func (r *runner) deadLetter(dl *queue.DeadLetter) {
 }
 
 func (r *runner) fetch(ctx context.Context, f queue.Fetch) {
+	if f.Refetch {
+		node, local := r.owner(f.Partition)
+		go r.refetch(ctx, f, node, local)
+		return
+	}
 	if f.Partition >= partitionStride {
 		r.fetchRemote(ctx, f)
 		return

@@ -4,6 +4,15 @@
 // partition; it cools down when its rate falls below half of both thresholds
 // (hysteresis, so a device near the line does not flap between partitions).
 //
+// A cooled device moves back home only when that cannot block its home
+// partition: its records still waiting in the hot partition (its backlog)
+// are at most MoveBackBacklog, and it has been hot for at least one Window.
+// Its next records at home wait behind the move marker until that backlog is
+// delivered, so moving back with a large one would hold them in the home
+// partition's window. The backlog is input: Stored reports each record the
+// device appended to its hot partition, Committed the lowest offset every
+// queue group has finished there.
+//
 // Detector is a pure state machine: Observe counts, Evaluate decides, and time
 // is always a parameter. It starts no goroutines and touches no files; the node
 // calls Evaluate about once per second and performs the moves it returns.
@@ -29,11 +38,14 @@ type Config struct {
 	MaxDevices int
 	// MaxHot bounds how many devices may be isolated at once (default 64).
 	MaxHot int
+	// MoveBackBacklog: a cooled device moves home only once at most this
+	// many of its records wait in the hot partition (default 32).
+	MoveBackBacklog int
 }
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
-	return Config{Window: 10 * time.Second, Factor: 10, MinRate: 50, MaxDevices: 100_000, MaxHot: 64}
+	return Config{Window: 10 * time.Second, Factor: 10, MinRate: 50, MaxDevices: 100_000, MaxHot: 64, MoveBackBacklog: 32}
 }
 
 // Validate checks the configuration.
@@ -51,6 +63,9 @@ func (c Config) Validate() error {
 	if c.MaxDevices < 1 || c.MaxHot < 0 {
 		errs = append(errs, fmt.Errorf("max_devices %d / max_hot %d out of range", c.MaxDevices, c.MaxHot))
 	}
+	if c.MoveBackBacklog < 0 {
+		errs = append(errs, fmt.Errorf("move_back_backlog %d, want >= 0", c.MoveBackBacklog))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("hot: %w", errors.Join(errs...))
 	}
@@ -59,9 +74,10 @@ func (c Config) Validate() error {
 
 // Move is a decision: send Device to its isolation partition (Hot) or home.
 type Move struct {
-	Device string
-	Hot    bool
-	Rate   float64 // msgs/s over the window when decided
+	Device  string
+	Hot     bool
+	Rate    float64 // msgs/s over the window when decided
+	Backlog uint64  // moving home: its records still waiting in the hot partition
 }
 
 // device is one tracked device: counts of the current and the previous window
@@ -71,6 +87,8 @@ type device struct {
 	cur, prev uint32
 	hot       bool
 	rate      float64
+	hotSince  time.Time // when it last became hot (zero: restored, or never)
+	stored    stored    // its records in its hot partition, while hot
 }
 
 // Detector tracks device rates. Not safe for concurrent use: the node guards it.
@@ -80,6 +98,8 @@ type Detector struct {
 	slotStart time.Time          // start of the current window slot
 	hotCount  int
 	untracked uint64
+	heldBack  uint64         // evaluations that kept a cooled device hot for its backlog
+	floors    map[int]uint64 // per hot partition: lowest offset every group finished; bound: the node's partitions
 	moves     []Move
 }
 
@@ -88,16 +108,55 @@ func New(cfg Config) (*Detector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Detector{cfg: cfg, devices: make(map[string]*device)}, nil
+	return &Detector{cfg: cfg, devices: make(map[string]*device), floors: make(map[int]uint64)}, nil
 }
 
 // Restore marks devices that are already isolated (from the log's routing
-// after a restart), so that they can cool down and move back.
-func (d *Detector) Restore(device string, home int) {
+// after a restart), so that they can cool down and move back. hotPartition
+// is where the device is and end its last offset: which of the records up
+// to end are the device's is not known, so they all count as its backlog
+// until every group has finished them.
+func (d *Detector) Restore(device string, home, hotPartition int, end uint64) {
 	if dv := d.track(device, home); dv != nil && !dv.hot {
 		dv.hot = true
 		d.hotCount++
+		dv.stored = stored{part: hotPartition}
+		if end > 0 {
+			dv.stored.add(end, end)
+		}
 	}
+}
+
+// Stored reports that device appended the record at offset to partition,
+// a hot partition (the node reports the appends of isolated devices).
+func (d *Detector) Stored(device string, partition int, offset uint64) {
+	dv, ok := d.devices[device]
+	if !ok || !dv.hot {
+		return
+	}
+	if dv.stored.part != partition {
+		dv.stored = stored{part: partition}
+	}
+	dv.stored.add(offset, 1)
+}
+
+// Committed reports the lowest offset of a hot partition that every queue
+// group has finished (ok false: no group reads it, so nothing waits there).
+func (d *Detector) Committed(partition int, offset uint64, ok bool) {
+	if !ok {
+		offset = ^uint64(0)
+	}
+	d.floors[partition] = offset
+}
+
+// backlog is how many of dv's records in its hot partition no group has
+// finished yet (an upper bound).
+func (d *Detector) backlog(dv *device) uint64 {
+	floor, known := d.floors[dv.stored.part]
+	if !known {
+		floor = 0
+	}
+	return dv.stored.after(floor)
 }
 
 // Observe counts one message of device, whose home partition is home.
@@ -192,12 +251,23 @@ func (d *Detector) Evaluate(now time.Time) []Move {
 		switch {
 		case !dv.hot && others > 0 && dv.rate >= d.cfg.MinRate && dv.rate > d.cfg.Factor*avg && d.hotCount < d.cfg.MaxHot:
 			dv.hot = true
+			dv.hotSince = now
+			dv.stored = stored{part: -1}
 			d.hotCount++
 			d.moves = append(d.moves, Move{Device: id, Hot: true, Rate: dv.rate})
 		case dv.hot && (dv.rate < d.cfg.MinRate/2 || (others > 0 && dv.rate < d.cfg.Factor/2*avg)):
+			if now.Sub(dv.hotSince) < d.cfg.Window {
+				continue // hot for less than a window: no flapping
+			}
+			backlog := d.backlog(dv)
+			if backlog > uint64(d.cfg.MoveBackBacklog) {
+				d.heldBack++
+				continue // its records at home would wait behind this backlog
+			}
 			dv.hot = false
+			dv.stored = stored{}
 			d.hotCount--
-			d.moves = append(d.moves, Move{Device: id, Hot: false, Rate: dv.rate})
+			d.moves = append(d.moves, Move{Device: id, Hot: false, Rate: dv.rate, Backlog: backlog})
 		}
 	}
 	// Deterministic order for callers and tests.
@@ -231,9 +301,57 @@ type DeviceRate struct {
 type Stats struct {
 	Tracked, Hot int
 	Untracked    uint64
+	// HeldBack counts evaluations that kept a cooled device in its hot
+	// partition because its backlog there was above MoveBackBacklog.
+	HeldBack uint64
 }
 
 // Stats returns the counters.
 func (d *Detector) Stats() Stats {
-	return Stats{Tracked: len(d.devices), Hot: d.hotCount, Untracked: d.untracked}
+	return Stats{Tracked: len(d.devices), Hot: d.hotCount, Untracked: d.untracked, HeldBack: d.heldBack}
+}
+
+// maxMarks bounds the marks kept per isolated device.
+const maxMarks = 32
+
+// stored tracks an isolated device's records in its hot partition: total
+// so far, and marks (offset, count of its records at or below that offset),
+// ascending. When the marks are full every other one is dropped (the last
+// is kept), so the count below a floor between two marks is rounded down:
+// the backlog is an upper bound, exact once the floor passes the last mark.
+type stored struct {
+	part  int
+	total uint64
+	marks []mark
+}
+
+type mark struct{ off, count uint64 }
+
+func (s *stored) add(off, n uint64) {
+	s.total += n
+	if len(s.marks) == maxMarks {
+		k := 0
+		for i := 0; i < len(s.marks); i += 2 {
+			s.marks[k] = s.marks[i]
+			k++
+		}
+		s.marks = s.marks[:k]
+	}
+	s.marks = append(s.marks, mark{off: off, count: s.total})
+}
+
+// after returns how many of the records may be above floor, and forgets
+// the marks below the last one at or below floor.
+func (s *stored) after(floor uint64) uint64 {
+	i := len(s.marks) - 1
+	for i >= 0 && s.marks[i].off > floor {
+		i--
+	}
+	if i < 0 {
+		return s.total
+	}
+	if i > 0 {
+		s.marks = append(s.marks[:0], s.marks[i:]...)
+	}
+	return s.total - s.marks[0].count
 }

@@ -131,7 +131,7 @@ func TestIdleDevicesForgottenAndUndo(t *testing.T) {
 	if det.Stats().Tracked != 0 {
 		t.Fatalf("idle device kept: %+v", det.Stats())
 	}
-	det.Restore("iso", 0)
+	det.Restore("iso", 0, 8, 0)
 	if det.Stats().Hot != 1 {
 		t.Fatal("restored device not hot")
 	}
@@ -142,5 +142,34 @@ func TestIdleDevicesForgottenAndUndo(t *testing.T) {
 	det.Undo(moves[0])
 	if det.Stats().Hot != 1 {
 		t.Fatal("undo did not restore hot state")
+	}
+}
+
+// TestStoredBacklogBound: the backlog estimate is bounded in memory, never
+// below the true count of records above the floor, and exact once the
+// floor passes the last record.
+func TestStoredBacklogBound(t *testing.T) {
+	var s stored
+	var offs []uint64
+	off := uint64(0)
+	for i := 0; i < 5000; i++ {
+		off += 1 + uint64(i%7) // other devices' records in between
+		offs = append(offs, off)
+		s.add(off, 1)
+		if len(s.marks) > maxMarks {
+			t.Fatalf("%d marks, max %d", len(s.marks), maxMarks)
+		}
+	}
+	for _, floor := range []uint64{0, 10, 1000, offs[2500], offs[4990], off - 1, off, off + 5} {
+		exact := uint64(0)
+		for _, o := range offs {
+			if o > floor {
+				exact++
+			}
+		}
+		got := s.after(floor)
+		if got < exact || (floor >= off && got != 0) {
+			t.Errorf("floor %d: backlog %d, exact %d", floor, got, exact)
+		}
 	}
 }

@@ -118,12 +118,14 @@ func richSnapshot(t testing.TB, partitions, ngroups int) *Snapshot {
 			Key:      groups.GroupKey{Filter: "telemetry.>", Queue: fmt.Sprintf("workers-%02d", g)},
 			Declared: g%2 == 0,
 			Core: queue.Stats{Members: 3, ActiveMembers: 2, InFlight: 7, Pending: 20, ActiveDevices: 9,
-				Fetched: 5000, Delivered: 4800, Redeliveries: 12, Acked: 4700, Naks: 4, Terms: 1, Timeouts: 6, DeadLetters: 2},
+				Fetched: 5000, Delivered: 4800, Redeliveries: 12, Acked: 4700, Naks: 4, Terms: 1, Timeouts: 6, DeadLetters: 2,
+				StallsAvoided: 3, SetAside: 400},
 			Latency: latencySnapshot(uint64(g + 1)),
 		}
 		for p := range partitions {
 			committed := uint64(1000*(p+1) - 50)
-			gs.Core.Partitions = append(gs.Core.Partitions, queue.PartitionStats{Partition: p, Committed: committed, Next: committed + 31, Span: 30})
+			gs.Core.Partitions = append(gs.Core.Partitions, queue.PartitionStats{Partition: p, Committed: committed, Next: committed + 31, Span: 30,
+				Held: 27, Busiest: 12, SetAside: p})
 		}
 		s.Groups = append(s.Groups, gs)
 	}

@@ -12,6 +12,7 @@ import (
 	"edgeq/bridge/serial"
 	"edgeq/gateway/devicemetrics"
 	"edgeq/gateway/groups"
+	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
 
@@ -105,6 +106,7 @@ func renderIngest(e *enc, s *Snapshot) {
 		e.counter1("edgeq_hot_devices_untracked_total", s.Hot.Untracked)
 		e.counter1("edgeq_hot_moves_total", s.Hot.Moves)
 		e.counter1("edgeq_hot_move_errors_total", s.Hot.MoveErrors)
+		e.counter1("edgeq_hot_move_back_held_total", s.Hot.HeldBack)
 	}
 	if len(s.TopDevices) > 0 {
 		const name = "edgeq_top_device_messages_per_second"
@@ -214,6 +216,11 @@ func renderGroups(e *enc, s *Snapshot) {
 			{"edgeq_group_leave_requeues_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.LeaveRequeue }},
 			{"edgeq_group_dead_letters_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.DeadLetters }},
 			{"edgeq_group_stale_acks_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.StaleAcks }},
+			// A device reached its share of a partition's window and the
+			// reader went on with the others: alert on its rate.
+			{"edgeq_group_neighbour_stalls_avoided_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.StallsAvoided }},
+			{"edgeq_group_set_aside_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.SetAside }},
+			{"edgeq_group_aside_blocked_total", counter, func(g *groups.GroupStats) uint64 { return g.Core.AsideBlocked }},
 		}
 		for _, f := range per {
 			e.family(f.name, f.typ)
@@ -242,6 +249,27 @@ func renderGroups(e *enc, s *Snapshot) {
 				for _, p := range g.Core.Partitions {
 					name, lag := s.GroupPartition(g, p.Partition, p.Committed)
 					e.u(f.name, f.v(p.Committed, lag, p.Span), "filter", g.Key.Filter, "queue", g.Key.Queue, "partition", name)
+				}
+			}
+		}
+		// The window's occupancy, what its busiest device holds of it (its
+		// share is the bound) and the records set aside to be read again.
+		window := []struct {
+			name string
+			v    func(p *queue.PartitionStats) int
+		}{
+			{"edgeq_group_window_messages", func(p *queue.PartitionStats) int { return p.Held }},
+			{"edgeq_group_window_busiest_device_messages", func(p *queue.PartitionStats) int { return p.Busiest }},
+			{"edgeq_group_window_set_aside", func(p *queue.PartitionStats) int { return p.SetAside }},
+		}
+		for _, f := range window {
+			e.family(f.name, gauge)
+			for i := range s.Groups {
+				g := &s.Groups[i]
+				for j := range g.Core.Partitions {
+					p := &g.Core.Partitions[j]
+					name, _ := s.GroupPartition(g, p.Partition, p.Committed)
+					e.u(f.name, uint64(max(f.v(p), 0)), "filter", g.Key.Filter, "queue", g.Key.Queue, "partition", name)
 				}
 			}
 		}

@@ -103,6 +103,11 @@ func TestRenderValues(t *testing.T) {
 		{k("edgeq_log_fsync_duration_seconds_count", "partition", "0"), 300},
 		{k("edgeq_group_lag", append(g1, "partition", "3")...), 45}, // durable 3995 − committed 3950
 		{k("edgeq_group_window_span", append(g1, "partition", "3")...), 30},
+		{k("edgeq_group_window_messages", append(g1, "partition", "3")...), 27},
+		{k("edgeq_group_window_busiest_device_messages", append(g1, "partition", "3")...), 12},
+		{k("edgeq_group_window_set_aside", append(g1, "partition", "3")...), 3},
+		{k("edgeq_group_neighbour_stalls_avoided_total", g1...), 3},
+		{k("edgeq_group_set_aside_total", g1...), 400},
 		{k("edgeq_group_delivered_total", g1...), 4800},
 		{k("edgeq_group_acked_total", g1...), 4700},
 		{k("edgeq_group_ack_timeouts_total", g1...), 6},

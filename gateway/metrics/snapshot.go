@@ -64,6 +64,9 @@ type HotStats struct {
 	Tracked, Isolated int
 	Untracked         uint64 // devices beyond the tracking bound
 	Moves, MoveErrors uint64
+	// HeldBack counts evaluations that kept a cooled device isolated
+	// because of its backlog in the hot partition.
+	HeldBack uint64
 }
 
 // NATSStats is a copy of natsserver.Stats.

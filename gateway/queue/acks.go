@@ -28,11 +28,7 @@ func (g *Group) lookupInFlight(member MemberID, ref Ref, deliveries int) int32 {
 	if !ok {
 		return noEntry
 	}
-	p := &g.parts[pi]
-	if ref.Offset < p.base || ref.Offset >= p.next {
-		return noEntry
-	}
-	ei := p.slots[ref.Offset&p.mask]
+	ei := g.parts[pi].lookup(ref.Offset)
 	if ei == noEntry {
 		return noEntry
 	}

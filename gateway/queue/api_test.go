@@ -43,6 +43,10 @@ func TestConfigValidate(t *testing.T) {
 		{"huge read-ahead", func(c *Config) { c.ReadAheadMsgs = MaxReadAheadMsgs + 1 }, false},
 		{"largest read-ahead", func(c *Config) { c.ReadAheadMsgs = MaxReadAheadMsgs }, true},
 		{"zero read-ahead bytes", func(c *Config) { c.ReadAheadBytes = 0 }, false},
+		{"device share above the window", func(c *Config) { c.DeviceShareMsgs = c.ReadAheadMsgs + 1 }, false},
+		{"device share of the whole window", func(c *Config) { c.DeviceShareMsgs = c.ReadAheadMsgs }, true},
+		{"negative device share bytes", func(c *Config) { c.DeviceShareBytes = -1 }, false},
+		{"zero aside devices", func(c *Config) { c.MaxAsideDevices = 0 }, false},
 		{"zero members", func(c *Config) { c.MaxMembers = 0 }, false},
 		{"zero partitions", func(c *Config) { c.MaxPartitions = 0 }, false},
 	}
@@ -177,6 +181,20 @@ func TestFetchedWithoutFetch(t *testing.T) {
 	}
 	if err := g.Fetched(0, nil, 1, t0); !errors.Is(err, ErrNoFetch) {
 		t.Fatalf("second answer = %v, want ErrNoFetch", err)
+	}
+}
+
+func TestRefetchedWithoutRefetch(t *testing.T) {
+	g := newTestGroup(t, testConfig(), map[int]uint64{0: 1})
+	g.Ready() // an ordinary Fetch is outstanding, no Refetch
+	if err := g.Refetched(0, nil, 1, t0); !errors.Is(err, ErrNoFetch) {
+		t.Fatalf("Refetched without a Refetch = %v, want ErrNoFetch", err)
+	}
+	if err := g.Refetched(3, nil, 1, t0); !errors.Is(err, ErrUnknownPartition) {
+		t.Fatalf("Refetched of unknown partition = %v, want ErrUnknownPartition", err)
+	}
+	if err := g.Fetched(0, nil, 1, t0); err != nil {
+		t.Fatalf("the ordinary Fetch is still outstanding: %v", err)
 	}
 }
 

@@ -71,6 +71,14 @@ func benchmarkDispatch(b *testing.B, o Ordering, s Strategy) {
 	for p := range benchPartitions {
 		start[p] = 1
 	}
+	store := newBenchStorage(cfg.ReadAheadMsgs)
+	runDispatch(b, cfg, start, store.read)
+}
+
+// runDispatch builds a group with benchMembers members, warms it up and
+// measures b.N messages, each acked at once; read answers every Fetch
+// (Refetch included).
+func runDispatch(b *testing.B, cfg Config, start map[int]uint64, read func(Fetch) []Msg) *Group {
 	g, err := New(cfg, start, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		b.Fatal(err)
@@ -81,7 +89,6 @@ func benchmarkDispatch(b *testing.B, o Ordering, s Strategy) {
 			b.Fatal(err)
 		}
 	}
-	store := newBenchStorage(cfg.ReadAheadMsgs)
 	delivered := 0
 	pump := func(limit int) {
 		for delivered < limit {
@@ -94,8 +101,12 @@ func benchmarkDispatch(b *testing.B, o Ordering, s Strategy) {
 				delivered++
 			}
 			for _, f := range rd.Fetch {
-				msgs := store.read(f)
-				if err := g.Fetched(f.Partition, msgs, f.From+uint64(len(msgs)), now); err != nil {
+				msgs := read(f)
+				answer := g.Fetched
+				if f.Refetch {
+					answer = g.Refetched
+				}
+				if err := answer(f.Partition, msgs, f.From+uint64(len(msgs)), now); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -110,5 +121,35 @@ func benchmarkDispatch(b *testing.B, o Ordering, s Strategy) {
 	b.ReportMetric(float64(delivered)/b.Elapsed().Seconds(), "msgs/s")
 	if st := g.Stats(); st.DeadLetters != 0 || st.StaleAcks != 0 {
 		b.Fatalf("unexpected dead letters or stale acks: %+v", st)
+	}
+	return g
+}
+
+// BenchmarkDispatchHotDevice: one partition where every other record is of
+// one device, so it always has records beyond its share of the window:
+// they are set aside and read again (Refetch) all the time. Each delivery is
+// acked at once.
+func BenchmarkDispatchHotDevice(b *testing.B) {
+	cfg := DefaultConfig()
+	devs := make([]string, 1000)
+	for i := range devs {
+		devs[i] = fmt.Sprintf("sensor-%05d", i)
+	}
+	payload := make([]byte, 64)
+	batch := make([]Msg, 0, cfg.ReadAheadMsgs)
+	read := func(f Fetch) []Msg {
+		batch = batch[:0]
+		for i := range f.MaxMsgs {
+			off := f.From + uint64(i)
+			dev := "hot"
+			if off%2 == 1 {
+				dev = devs[off%uint64(len(devs))]
+			}
+			batch = append(batch, Msg{Partition: 0, Offset: off, Kind: KindData, Device: dev, Data: payload})
+		}
+		return batch
+	}
+	if g := runDispatch(b, cfg, map[int]uint64{0: 1}, read); g.Stats().SetAside == 0 {
+		b.Fatalf("nothing set aside: %+v", g.Stats())
 	}
 }

@@ -76,6 +76,19 @@ type Config struct {
 	// messages. A fetch always accepts at least one message, so the bound
 	// may be exceeded by one message. Default 1 MiB.
 	ReadAheadBytes int
+	// DeviceShareMsgs and DeviceShareBytes bound, per partition, what one
+	// device may hold of the read-ahead window (with OrderPerDevice, where a
+	// device's messages go out one at a time). Beyond its share the reader
+	// sets the device's records aside and keeps reading the others; they are
+	// read again (Fetch.Refetch) when the device's share has room. 0 picks
+	// the default: ReadAheadMsgs/8 (at least 4, at most ReadAheadMsgs) and
+	// ReadAheadBytes/8. A share of the whole window turns this off.
+	DeviceShareMsgs  int
+	DeviceShareBytes int
+	// MaxAsideDevices bounds, per partition, the devices with records set
+	// aside (one offset range each). When it is reached the partition is not
+	// read further until one of them is read again. Default 32.
+	MaxAsideDevices int
 	// MaxMembers bounds the member table. Default 1024.
 	MaxMembers int
 	// MaxPartitions bounds the partitions one group reads (all nodes). Default 1024.
@@ -89,17 +102,18 @@ type Config struct {
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
-		Ordering:       OrderPerDevice,
-		Strategy:       StrategyRandom,
-		Deliver:        DeliverNew,
-		MaxInFlight:    256,
-		AckWait:        30 * time.Second,
-		MaxDeliver:     5,
-		MaxNakDelay:    time.Hour,
-		ReadAheadMsgs:  1024,
-		ReadAheadBytes: 1 << 20,
-		MaxMembers:     1024,
-		MaxPartitions:  1024,
+		Ordering:        OrderPerDevice,
+		Strategy:        StrategyRandom,
+		Deliver:         DeliverNew,
+		MaxInFlight:     256,
+		AckWait:         30 * time.Second,
+		MaxDeliver:      5,
+		MaxNakDelay:     time.Hour,
+		ReadAheadMsgs:   1024,
+		ReadAheadBytes:  1 << 20,
+		MaxAsideDevices: 32,
+		MaxMembers:      1024,
+		MaxPartitions:   1024,
 	}
 }
 
@@ -124,10 +138,28 @@ func (c Config) Validate() error {
 		return fmt.Errorf("queue: config: %w: read_ahead messages must be in [1, %d], got %d", ErrInvalidConfig, MaxReadAheadMsgs, c.ReadAheadMsgs)
 	case c.ReadAheadBytes < 1:
 		return fmt.Errorf("queue: config: %w: read_ahead bytes must be >= 1, got %d", ErrInvalidConfig, c.ReadAheadBytes)
+	case c.DeviceShareMsgs < 0 || c.DeviceShareMsgs > c.ReadAheadMsgs:
+		return fmt.Errorf("queue: config: %w: device share must be in [0, read_ahead %d] messages, got %d", ErrInvalidConfig, c.ReadAheadMsgs, c.DeviceShareMsgs)
+	case c.DeviceShareBytes < 0:
+		return fmt.Errorf("queue: config: %w: device share bytes must be >= 0, got %d", ErrInvalidConfig, c.DeviceShareBytes)
+	case c.MaxAsideDevices < 1:
+		return fmt.Errorf("queue: config: %w: max_aside_devices must be >= 1, got %d", ErrInvalidConfig, c.MaxAsideDevices)
 	case c.MaxMembers < 1:
 		return fmt.Errorf("queue: config: %w: max_members must be >= 1, got %d", ErrInvalidConfig, c.MaxMembers)
 	case c.MaxPartitions < 1:
 		return fmt.Errorf("queue: config: %w: max_partitions must be >= 1, got %d", ErrInvalidConfig, c.MaxPartitions)
 	}
 	return nil
+}
+
+// deviceShare returns the effective per-device share of a partition's window.
+func (c *Config) deviceShare() (msgs, bytes int) {
+	msgs, bytes = c.DeviceShareMsgs, c.DeviceShareBytes
+	if msgs == 0 {
+		msgs = min(max(c.ReadAheadMsgs/8, 4), c.ReadAheadMsgs)
+	}
+	if bytes == 0 {
+		bytes = max(c.ReadAheadBytes/8, 1)
+	}
+	return msgs, bytes
 }

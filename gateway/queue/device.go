@@ -15,7 +15,11 @@ type device struct {
 	busy bool
 	// gated: a lane head waits for a move marker; the device is listed in
 	// Group.gated. Only with OrderPerDevice.
-	gated       bool
+	gated bool
+	// asides counts the partitions where the device has an aside entry
+	// (records set aside or re-read, aside.go); the device stays tracked
+	// while it has one. Only with OrderPerDevice.
+	asides      int32
 	stickyEpoch uint64 // members.epoch when sticky was computed; 0 = never
 	sticky      int32  // sticky member slot, or noEntry when no member has credit
 }
@@ -23,6 +27,8 @@ type device struct {
 type lane struct {
 	part       int32
 	head, tail int32
+	n          int32 // entries in the lane: what the device holds of the partition's window
+	bytes      int   // their len(Data)
 }
 
 // deviceFor returns the index of the device's state, creating it.
@@ -62,10 +68,12 @@ func (g *Group) appendToLane(di, ei int32) {
 		if ln := &d.lanes[i]; ln.part == e.part {
 			g.entries[ln.tail].laneNext = ei
 			ln.tail = ei
+			ln.n++
+			ln.bytes += len(e.msg.Data)
 			return
 		}
 	}
-	d.lanes = append(d.lanes, lane{part: e.part, head: ei, tail: ei})
+	d.lanes = append(d.lanes, lane{part: e.part, head: ei, tail: ei, n: 1, bytes: len(e.msg.Data)})
 }
 
 // unlinkFromLane removes entry ei from its lane (in practice always the
@@ -78,6 +86,8 @@ func (g *Group) unlinkFromLane(di, ei int32) {
 		if ln.part != part {
 			continue
 		}
+		ln.n--
+		ln.bytes -= len(g.entries[ei].msg.Data)
 		if ln.head == ei {
 			ln.head = g.entries[ei].laneNext
 		} else {
@@ -121,17 +131,14 @@ func (g *Group) markerPassed(ref Ref, own int, di int32) bool {
 	switch {
 	case p.fromEnd:
 		return false // start point unknown yet
-	case ref.Offset < p.base:
-		return true
-	case ref.Offset >= p.next:
-		return false // not read yet
+	case g.setAsideAt(p, di, ref.Offset):
+		return false // set aside: not read again yet
 	}
-	ei := p.slots[ref.Offset&p.mask]
-	if ei == noEntry {
-		return true
+	if ei := p.lookup(ref.Offset); ei != noEntry {
+		e := &g.entries[ei]
+		return e.msg.Kind != KindMoveMarker || e.dev != di
 	}
-	e := &g.entries[ei]
-	return e.msg.Kind != KindMoveMarker || e.dev != di
+	return ref.Offset < p.next // finished, or not read yet
 }
 
 // schedule makes the device's next message dispatchable if the device has
@@ -161,7 +168,9 @@ func (g *Group) schedule(di int32) {
 		return
 	}
 	if d.pending == 0 {
-		g.freeDevice(di)
+		if d.asides == 0 {
+			g.freeDevice(di)
+		}
 		return
 	}
 	if !d.gated { // every lane head waits for a marker
@@ -198,7 +207,12 @@ func (g *Group) retire(ei int32) {
 	e := &g.entries[ei]
 	p := &g.parts[e.part]
 	p.bytes -= len(e.msg.Data)
-	p.finish(e.msg.Offset)
+	p.held--
+	if e.side {
+		g.retireSide(ei)
+	} else {
+		p.finish(e.msg.Offset)
+	}
 	di := e.dev
 	if g.cfg.Ordering == OrderPerDevice {
 		g.unlinkFromLane(di, ei)

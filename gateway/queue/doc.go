@@ -23,7 +23,10 @@
 //     partition's window has room (Config.ReadAheadMsgs / ReadAheadBytes)
 //     and no Fetch is outstanding. The runner may hold it until new records
 //     are durable (long poll), so an idle group does not spin. A Fetch with
-//     End set asks only where the partition ends (deliver: new).
+//     End set asks only where the partition ends (deliver: new). A Fetch
+//     with Refetch set reads again records set aside by the per-device
+//     share (aside.go): answer it at once with Refetched; at most one is
+//     outstanding per partition, besides the ordinary one.
 //   - Handle a Ready in this order: DeadLetter (publish), Deliver, Fetch,
 //     Commit, Drained. A Commit may cover messages dead-lettered in the
 //     same Ready, so dead letters are published before the commit is
@@ -64,6 +67,11 @@
 //     which everything is finished; completion out of order is normal. The
 //     window is bounded, so one stuck message stops reading of its partition
 //     after ReadAheadMsgs more offsets (until ack_wait moves it along).
+//   - Device share (OrderPerDevice): one device holds at most
+//     Config.DeviceShareMsgs / DeviceShareBytes of a partition's window;
+//     its further records are set aside (unfinished, not held: the commit
+//     stays below them) and read again when its share has room, so a device
+//     with a backlog does not stall the others of its partition.
 //   - Drain: stop reading and delivering, wait for in-flight messages until
 //     the deadline, emit the final commits and Drained.
 //

@@ -19,6 +19,7 @@ const (
 type entry struct {
 	msg        Msg
 	state      entryState
+	side       bool  // a re-read record, in its partition's side table rather than the ring
 	part       int32 // index into Group.parts
 	dev        int32 // index into Group.devices
 	deliveries int32

@@ -16,21 +16,11 @@ import (
 // (see the package comment). A malformed answer returns ErrBadBatch and is
 // ignored; the partition is fetched again at the next Ready.
 func (g *Group) Fetched(partition int, msgs []Msg, next uint64, now time.Time) error {
-	if g.drained {
-		return fmt.Errorf("queue: fetched partition %d: %w", partition, ErrDrained)
-	}
-	pi, ok := g.partIdx[partition]
-	if !ok {
-		return fmt.Errorf("queue: fetched partition %d: %w", partition, ErrUnknownPartition)
+	pi, err := g.takeAnswer("fetched", partition, false)
+	if err != nil || g.draining {
+		return err // draining: reading has stopped; the records stay in storage for the next owner
 	}
 	p := &g.parts[pi]
-	if !p.fetching {
-		return fmt.Errorf("queue: fetched partition %d: %w", partition, ErrNoFetch)
-	}
-	p.fetching = false
-	if g.draining {
-		return nil // reading has stopped; the records stay in storage for the next owner
-	}
 	g.setNow(now)
 	if p.fromEnd {
 		if len(msgs) != 0 || next == 0 {
@@ -51,6 +41,28 @@ func (g *Group) Fetched(partition int, msgs []Msg, next uint64, now time.Time) e
 	g.recheckGated() // lost offsets or new records may settle what gated devices wait for
 	g.dispatch()
 	return nil
+}
+
+// takeAnswer checks an answer to partition's outstanding Fetch (refetch:
+// its Refetch) and marks it answered.
+func (g *Group) takeAnswer(op string, partition int, refetch bool) (int32, error) {
+	if g.drained {
+		return 0, fmt.Errorf("queue: %s partition %d: %w", op, partition, ErrDrained)
+	}
+	pi, ok := g.partIdx[partition]
+	if !ok {
+		return 0, fmt.Errorf("queue: %s partition %d: %w", op, partition, ErrUnknownPartition)
+	}
+	p := &g.parts[pi]
+	outstanding := &p.fetching
+	if refetch {
+		outstanding = &p.refetching
+	}
+	if !*outstanding {
+		return 0, fmt.Errorf("queue: %s partition %d: %w", op, partition, ErrNoFetch)
+	}
+	*outstanding = false
+	return pi, nil
 }
 
 func checkBatch(partition int, from uint64, msgs []Msg, next uint64) error {
@@ -79,17 +91,31 @@ func checkBatch(partition int, from uint64, msgs []Msg, next uint64) error {
 func (g *Group) acceptBatch(pi int32, msgs []Msg, next uint64) {
 	p := &g.parts[pi]
 	ra := g.cfg.ReadAheadMsgs
+	took := false
 	for i := range msgs {
 		m := &msgs[i]
 		g.skip(p, m.Offset)
+		for p.next == m.Offset && p.span() >= ra && g.evictBase(pi) {
+		}
 		if p.next != m.Offset || p.span() >= ra {
 			return // window full
 		}
-		if i > 0 && p.bytes+len(m.Data) > g.cfg.ReadAheadBytes {
+		switch g.setAside(pi, m) {
+		case asideDone:
+			p.fresh = false
+			continue
+		case asideBlocked:
+			return
+		}
+		// The first record is taken whatever its size, unless a re-read
+		// (aside.go) used the byte budget up meanwhile.
+		if p.held >= ra || p.bytes >= g.cfg.ReadAheadBytes || (took && p.bytes+len(m.Data) > g.cfg.ReadAheadBytes) {
 			return
 		}
 		g.accept(pi, m)
+		p = &g.parts[pi]
 		p.fresh = false
+		took = true
 	}
 	g.skip(p, next)
 	if p.next > 1 {
@@ -129,6 +155,7 @@ func (g *Group) accept(pi int32, m *Msg) {
 	p.slots[m.Offset&p.mask] = ei
 	p.next = m.Offset + 1
 	p.bytes += len(m.Data)
+	p.held++
 	g.held++
 	g.devices[di].pending++
 	if g.cfg.Ordering == OrderNone {

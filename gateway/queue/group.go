@@ -11,7 +11,9 @@ import (
 type Group struct {
 	cfg Config
 	rng Rand
-	now int64 // unix ns of the latest input
+	// shareMsgs, shareBytes: the per-device share of a partition's window (aside.go).
+	shareMsgs, shareBytes int
+	now                   int64 // unix ns of the latest input
 
 	parts   []partition
 	partIdx map[int]int32 // partition ID -> index in parts; bound: Config.MaxPartitions
@@ -78,6 +80,7 @@ func New(cfg Config, start map[int]uint64, rng Rand) (*Group, error) {
 		unassigned:  newEntryQueue(),
 		parked:      newEntryQueue(),
 	}
+	g.shareMsgs, g.shareBytes = g.cfg.deviceShare()
 	// Sorted, so the order of Fetch and Commit actions never depends on map iteration.
 	ids := make([]int, 0, len(start))
 	for id := range start {

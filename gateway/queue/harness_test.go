@@ -22,6 +22,7 @@ type harness struct {
 	committed  map[int]uint64 // last Commit per partition; absent: no position yet
 	parts      []int
 	pending    map[int]Fetch // outstanding Fetch per partition
+	refetch    map[int]Fetch // outstanding Refetch per partition
 	held       []heldDelivery
 	traceFetch bool
 	hold       bool // storage is slow: fetches stay unanswered until release
@@ -175,6 +176,12 @@ func (h *harness) cmdNew(args map[string]string) error {
 			cfg.ReadAheadMsgs = atoi(v)
 		case "read_ahead_bytes":
 			cfg.ReadAheadBytes = atoi(v)
+		case "share":
+			cfg.DeviceShareMsgs = atoi(v)
+		case "share_bytes":
+			cfg.DeviceShareBytes = atoi(v)
+		case "max_aside":
+			cfg.MaxAsideDevices = atoi(v)
 		case "seed":
 			h.seed = uint64(atoi(v))
 		case "partitions":
@@ -221,6 +228,7 @@ func (h *harness) build() error {
 	}
 	h.g = g
 	h.pending = map[int]Fetch{}
+	h.refetch = map[int]Fetch{}
 	h.held = nil
 	return nil
 }
@@ -354,6 +362,11 @@ func (h *harness) pump() {
 			h.held = append(h.held, heldDelivery{member: d.Member, ref: d.Msg.Ref(), try: d.Deliveries})
 		}
 		for _, f := range rd.Fetch {
+			if f.Refetch {
+				h.printf("refetch p%d from %d max %d msgs", f.Partition, f.From, f.MaxMsgs)
+				h.refetch[f.Partition] = f
+				continue
+			}
 			if h.traceFetch {
 				if f.End {
 					h.printf("fetch p%d end", f.Partition)
@@ -387,11 +400,29 @@ func (h *harness) answerFetches() bool {
 	}
 	answered := false
 	for _, p := range h.parts {
+		if h.answerRefetch(p) {
+			answered = true
+		}
 		if h.answer(p) {
 			answered = true
 		}
 	}
 	return answered
+}
+
+// answerRefetch answers partition p's outstanding Refetch (at once: the records are stored).
+func (h *harness) answerRefetch(p int) bool {
+	f, ok := h.refetch[p]
+	if !ok {
+		return false
+	}
+	delete(h.refetch, p)
+	msgs, next := h.store.read(p, f.From, f.MaxMsgs, f.MaxBytes)
+	h.printf("refetched p%d: %d records, next %d", p, len(msgs), next)
+	if err := h.g.Refetched(p, msgs, next, h.now); err != nil {
+		h.printf("refetched p%d: %v", p, err)
+	}
+	return true
 }
 
 // answer answers partition p's outstanding fetch if it has news.
@@ -435,5 +466,11 @@ func (h *harness) printStats() {
 	}
 	for _, p := range s.Partitions {
 		h.printf("p%d: committed %d, next %d, span %d, bytes %d", p.Partition, p.Committed, p.Next, p.Span, p.Bytes)
+		if p.SetAside > 0 || p.Asides > 0 || s.StallsAvoided > 0 {
+			h.printf("p%d: held %d, busiest %d, set aside %d, aside devices %d, blocked %v", p.Partition, p.Held, p.Busiest, p.SetAside, p.Asides, p.Blocked)
+		}
+	}
+	if s.StallsAvoided > 0 || s.SetAside > 0 {
+		h.printf("stalls avoided %d, set aside %d, evicted %d, aside blocked %d", s.StallsAvoided, s.SetAside, s.Evicted, s.AsideBlocked)
 	}
 }

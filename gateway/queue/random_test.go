@@ -93,6 +93,7 @@ type model struct {
 
 	// this instance
 	pending     map[int]Fetch
+	refetch     map[int]Fetch // outstanding Refetch per partition
 	fetched     map[Ref]bool
 	tries       map[Ref]int
 	open        map[Ref]bool // delivered and not finished
@@ -138,6 +139,13 @@ func newModel(t *testing.T, seed uint64, o Ordering, s Strategy, filter bool) *m
 	if filter {
 		cfg.Filter = func(m *Msg) bool { return !strings.HasPrefix(m.Device, "f") }
 	}
+	// The per-device share of the window: often small, so records are set
+	// aside and read again; a small aside table, so reading also blocks.
+	if rng.IntN(4) > 0 {
+		cfg.DeviceShareMsgs = 1 + rng.IntN(cfg.ReadAheadMsgs)
+		cfg.DeviceShareBytes = 1 + rng.IntN(cfg.ReadAheadBytes)
+	}
+	cfg.MaxAsideDevices = 1 + rng.IntN(4)
 	m := &model{
 		t: t, seed: seed, rng: rng, cfg: cfg,
 		parts:     append(slices.Clone(modelNormal), modelHot...),
@@ -182,6 +190,7 @@ func (m *model) build() {
 	}
 	m.g = g
 	m.pending, m.fetched, m.tries, m.open = map[int]Fetch{}, map[Ref]bool{}, map[Ref]int{}, map[Ref]bool{}
+	m.refetch = map[int]Fetch{}
 	m.flight, m.termed, m.firstSeq = nil, map[Ref]bool{}, map[devKey]uint64{}
 	m.sticky, m.instCommits = map[string]stickyRec{}, map[int]uint64{}
 	m.draining, m.drained = false, false
@@ -216,8 +225,10 @@ func (m *model) step(i int) {
 		m.publish()
 	case r < 280:
 		m.move()
-	case r < 480:
+	case r < 430:
 		m.answerFetch(false)
+	case r < 480:
+		m.answerRefetch(false)
 	case r < 680:
 		m.acknowledge("ack")
 	case r < 730:
@@ -315,6 +326,39 @@ func (m *model) answerFetch(all bool) bool {
 				m.fetched[r.Ref()] = true
 			}
 		}
+		answered = true
+		if !all {
+			return true
+		}
+	}
+	return answered
+}
+
+// answerRefetch answers one outstanding Refetch (all of them when all is
+// set), sometimes cut short as a storage batch boundary would.
+func (m *model) answerRefetch(all bool) bool {
+	answered := false
+	for _, p := range m.parts {
+		f, ok := m.refetch[p]
+		if !ok {
+			continue
+		}
+		maxMsgs := f.MaxMsgs
+		if m.rng.IntN(3) == 0 {
+			maxMsgs = 1 + m.rng.IntN(maxMsgs)
+		}
+		msgs, next := m.store.read(p, f.From, maxMsgs, f.MaxBytes)
+		delete(m.refetch, p)
+		m.logf("refetched p%d from %d: %d records, next %d", p, f.From, len(msgs), next)
+		if err := m.g.Refetched(p, msgs, next, m.now); err != nil {
+			m.fail("refetched p%d: %v", p, err)
+		}
+		if !m.draining {
+			for _, r := range msgs {
+				m.fetched[r.Ref()] = true
+			}
+		}
+		m.counts["refetches"]++
 		answered = true
 		if !all {
 			return true
@@ -470,6 +514,7 @@ func (m *model) dropSome() {
 
 func (m *model) restart() {
 	m.counts["restarts"]++
+	m.counts["evicted"] += int(m.g.Stats().Evicted)
 	m.logf("restart from %v", m.committed)
 	m.inst++
 	m.build()
@@ -507,6 +552,17 @@ func (m *model) pump() {
 			m.onDeliver(d)
 		}
 		for _, f := range rd.Fetch {
+			if f.Refetch {
+				if _, dup := m.refetch[f.Partition]; dup {
+					m.fail("second outstanding refetch for p%d", f.Partition)
+				}
+				if m.draining {
+					m.fail("refetch while draining: %+v", f)
+				}
+				m.logf("refetch p%d from %d max %d", f.Partition, f.From, f.MaxMsgs)
+				m.refetch[f.Partition] = f
+				continue
+			}
 			if _, dup := m.pending[f.Partition]; dup {
 				m.fail("second outstanding fetch for p%d", f.Partition)
 			}
@@ -677,9 +733,22 @@ func (m *model) checkBounds() {
 	}
 	s := m.g.Stats()
 	total := 0
+	shareMsgs, _ := m.cfg.deviceShare()
 	for _, p := range s.Partitions {
-		if p.Span > m.cfg.ReadAheadMsgs {
-			m.fail("p%d window span %d above read_ahead %d", p.Partition, p.Span, m.cfg.ReadAheadMsgs)
+		if p.Held > m.cfg.ReadAheadMsgs {
+			m.fail("p%d holds %d records, above read_ahead %d", p.Partition, p.Held, m.cfg.ReadAheadMsgs)
+		}
+		if p.Span > m.cfg.ReadAheadMsgs && p.SetAside == 0 && p.Asides == 0 {
+			m.fail("p%d window span %d above read_ahead %d with nothing set aside", p.Partition, p.Span, m.cfg.ReadAheadMsgs)
+		}
+		if m.cfg.Ordering == OrderPerDevice && p.Busiest > shareMsgs {
+			m.fail("p%d: a device holds %d records, share %d", p.Partition, p.Busiest, shareMsgs)
+		}
+		if p.Asides > m.cfg.MaxAsideDevices {
+			m.fail("p%d: %d aside devices, max %d", p.Partition, p.Asides, m.cfg.MaxAsideDevices)
+		}
+		if p.SetAside > 0 {
+			m.counts["steps with records set aside"]++
 		}
 		// A fetch is asked for only below the byte budget and takes at least
 		// one record, so the budget is exceeded by less than one record.
@@ -688,7 +757,7 @@ func (m *model) checkBounds() {
 		}
 		total += m.cfg.ReadAheadMsgs
 	}
-	if s.InFlight+s.Pending > total || s.ActiveDevices > total {
+	if s.InFlight+s.Pending > total || s.ActiveDevices > total+m.cfg.MaxAsideDevices*len(m.parts) {
 		m.fail("held %d+%d messages, %d devices, above the read-ahead %d", s.InFlight, s.Pending, s.ActiveDevices, total)
 	}
 	for _, p := range s.Partitions {
@@ -741,7 +810,7 @@ func (m *model) quiesce() {
 	}
 	for round := 0; ; round++ {
 		m.pump()
-		for m.answerFetch(true) {
+		for m.answerFetch(true) || m.answerRefetch(true) {
 			m.pump()
 		}
 		for len(m.flight) > 0 {

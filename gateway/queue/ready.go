@@ -24,6 +24,12 @@ type Fetch struct {
 	// last record (deliver: new). Answer at once with Fetched(Partition, nil,
 	// next) where next is the offset the next appended record will get.
 	End bool
+	// Refetch: read again records the group set aside (a device beyond its
+	// share of the window, see Config.DeviceShareMsgs). They are durable:
+	// answer at once, without waiting for new records, with Refetched (not
+	// Fetched). At most one Refetch per partition is outstanding, besides
+	// the ordinary Fetch.
+	Refetch bool
 }
 
 // Commit tells the runner that every record of Partition up to and
@@ -117,7 +123,7 @@ func (g *Group) HasReady() bool {
 		return true
 	}
 	for i := range g.parts {
-		if g.fetchDue(&g.parts[i]) || g.parts[i].commitDue() {
+		if g.fetchDue(&g.parts[i]) || g.parts[i].commitDue() || g.refetchDue(int32(i)) >= 0 {
 			return true
 		}
 	}

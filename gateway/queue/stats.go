@@ -6,6 +6,8 @@ type counters struct {
 	delivered, redeliveries, acked, naks, terms  uint64
 	inProgress, timeouts, deadLetters, staleAcks uint64
 	memberLeaveRequeues                          uint64
+	stallsAvoided, setAside, asideBlocked        uint64
+	evicted                                      uint64
 }
 
 // Stats is a snapshot for metrics and status pages.
@@ -29,6 +31,16 @@ type Stats struct {
 	LeaveRequeue uint64 // in-flight messages returned by members that left
 	DeadLetters  uint64
 	StaleAcks    uint64 // acknowledgements that matched no current delivery
+	// StallsAvoided counts the times the reader went on past a device
+	// instead of waiting for it: the device reached its share of a
+	// partition's window (a run of set-aside records starts), or a record
+	// of a device with a backlog was moved out of the window base (Evicted).
+	StallsAvoided uint64
+	SetAside      uint64 // records set aside (each is read again later)
+	AsideBlocked  uint64 // times a partition stopped reading: its aside table was full
+	// Evicted counts records of a device with a backlog moved out of the
+	// way of the window's read-ahead (still held, read on past them).
+	Evicted uint64
 
 	Partitions []PartitionStats
 	MemberList []MemberStats
@@ -49,6 +61,11 @@ type PartitionStats struct {
 	Next      uint64 // next offset to fetch
 	Span      int    // Next - Committed - 1: offsets fetched and not committed
 	Bytes     int    // len(Data) of unfinished records held
+	Held      int    // unfinished records held: the window's occupancy (at most read-ahead)
+	Busiest   int    // records held by the device that holds most of this window
+	SetAside  int    // records set aside, to be read again
+	Asides    int    // devices with records set aside or re-read
+	Blocked   bool   // not read further: the aside table is full
 	Fetching  bool
 	Paused    bool
 }
@@ -75,16 +92,32 @@ func (g *Group) Stats() Stats {
 		LeaveRequeue:  c.memberLeaveRequeues,
 		DeadLetters:   c.deadLetters,
 		StaleAcks:     c.staleAcks,
+		StallsAvoided: c.stallsAvoided,
+		SetAside:      c.setAside,
+		AsideBlocked:  c.asideBlocked,
+		Evicted:       c.evicted,
 		Partitions:    make([]PartitionStats, 0, len(g.parts)),
 	}
 	for i := range g.parts {
 		p := &g.parts[i]
-		ps := PartitionStats{Partition: p.id, Next: p.next, Bytes: p.bytes, Fetching: p.fetching, Paused: p.paused}
+		ps := PartitionStats{Partition: p.id, Next: p.next, Bytes: p.bytes, Fetching: p.fetching, Paused: p.paused,
+			Held: p.held, Asides: len(p.aside), Blocked: p.blocked}
 		if !p.fromEnd {
-			ps.Committed = p.base - 1
-			ps.Span = p.span()
+			f := p.floor()
+			ps.Committed = f - 1
+			ps.Span = int(p.next - f)
+		}
+		for _, a := range p.aside {
+			ps.SetAside += a.n
 		}
 		s.Partitions = append(s.Partitions, ps)
+	}
+	for _, di := range g.deviceIdx {
+		for _, ln := range g.devices[di].lanes {
+			if ps := &s.Partitions[ln.part]; int(ln.n) > ps.Busiest {
+				ps.Busiest = int(ln.n)
+			}
+		}
 	}
 	s.Pending = g.held - g.inFlight
 	for slot := range g.members.slots {

@@ -8,6 +8,13 @@ package queue
 // noEntry once the offset is finished (acked, dead-lettered, filtered out,
 // a passed marker, or lost to retention). next-base never exceeds
 // Config.ReadAheadMsgs, which bounds the ring.
+//
+// Records a device could not hold beyond its share of the window (see
+// aside.go) are set aside: their ring slots count as done, so base moves past
+// them, but they are unfinished. They are tracked as one offset range per
+// device in aside, and when read again they live in side (by offset), not in
+// the ring. The committable offset is floor()-1: below base, below every
+// set-aside range and below every re-read record.
 type partition struct {
 	id        int
 	base      uint64
@@ -15,6 +22,7 @@ type partition struct {
 	slots     []int32
 	mask      uint64
 	bytes     int    // len(Data) of the unfinished records in the window
+	held      int    // unfinished records held (ring and side); at most Config.ReadAheadMsgs
 	committed uint64 // offset of the last Commit emitted, or the start position - 1
 	// forceCommit emits a Commit even without progress: set when a
 	// deliver-new start point is resolved, so the runner persists it.
@@ -23,6 +31,14 @@ type partition struct {
 	paused      bool // its messages are not delivered (see Group.Pause)
 	fromEnd     bool // no position yet, deliver new: the next Fetch asks for the end
 	fresh       bool // no position yet, deliver all: a leading gap is not "lost"
+
+	aside      []aside          // devices with records set aside or re-read; bound: Config.MaxAsideDevices
+	side       map[uint64]int32 // re-read records by offset; bound: Config.ReadAheadMsgs (counted in held)
+	refetching bool             // a Refetch is outstanding, for device refetchDev
+	refetchDev int32
+	// blocked: reading stopped at a record that should be set aside while
+	// the aside table is full; it resumes when an aside entry ends.
+	blocked bool
 }
 
 func newPartition(id int, start uint64, cfg *Config) partition {
@@ -72,8 +88,24 @@ func (p *partition) skipTo(to uint64, readAhead int) uint64 {
 	return p.next - from
 }
 
+// floor is the lowest unfinished offset (or base when everything held is
+// finished): set-aside and re-read records count.
+func (p *partition) floor() uint64 {
+	f := p.base
+	for i := range p.aside {
+		a := &p.aside[i]
+		if a.sides > 0 && a.sideLow < f {
+			f = a.sideLow
+		}
+		if a.lo <= a.hi && a.lo < f {
+			f = a.lo
+		}
+	}
+	return f
+}
+
 func (p *partition) commitDue() bool {
-	return !p.fromEnd && (p.forceCommit || p.base-1 > p.committed)
+	return !p.fromEnd && (p.forceCommit || p.floor()-1 > p.committed)
 }
 
 // fetchDue reports whether the partition should be read now.
@@ -81,7 +113,17 @@ func (g *Group) fetchDue(p *partition) bool {
 	if p.fetching || g.draining || g.drained {
 		return false
 	}
-	return p.fromEnd || (p.span() < g.cfg.ReadAheadMsgs && p.bytes < g.cfg.ReadAheadBytes)
+	if p.fromEnd {
+		return true
+	}
+	if p.blocked || p.held >= g.cfg.ReadAheadMsgs || p.bytes >= g.cfg.ReadAheadBytes {
+		return false
+	}
+	if p.span() < g.cfg.ReadAheadMsgs {
+		return true
+	}
+	_, _, ok := g.evictable(g.partIdx[p.id])
+	return ok
 }
 
 func (g *Group) collectFetches(out *Ready) {
@@ -89,6 +131,8 @@ func (g *Group) collectFetches(out *Ready) {
 		p := &g.parts[i]
 		if !g.fetchDue(p) {
 			continue
+		}
+		for p.span() >= g.cfg.ReadAheadMsgs && g.evictBase(int32(i)) {
 		}
 		p.fetching = true
 		if p.fromEnd {
@@ -98,10 +142,11 @@ func (g *Group) collectFetches(out *Ready) {
 		out.Fetch = append(out.Fetch, Fetch{
 			Partition: p.id,
 			From:      p.next,
-			MaxMsgs:   g.cfg.ReadAheadMsgs - p.span(),
+			MaxMsgs:   g.cfg.ReadAheadMsgs - max(p.span(), p.held),
 			MaxBytes:  g.cfg.ReadAheadBytes - p.bytes,
 		})
 	}
+	g.collectRefetches(out)
 }
 
 func (g *Group) collectCommits(out *Ready) {
@@ -110,7 +155,7 @@ func (g *Group) collectCommits(out *Ready) {
 		if !p.commitDue() {
 			continue
 		}
-		p.committed = p.base - 1
+		p.committed = p.floor() - 1
 		p.forceCommit = false
 		out.Commit = append(out.Commit, Commit{Partition: p.id, Offset: p.committed})
 	}
