@@ -272,7 +272,6 @@ func (b *Bus) poll(ctx context.Context, d *device, now time.Time) {
 			b.latency.Observe(lat)
 			d.noteLatency(lat)
 			p.decode(d, rd, data)
-			d.lastLogged = ""
 			p.next++
 			p.attempt = 0
 			continue
@@ -314,6 +313,7 @@ func (b *Bus) finish(ctx context.Context, d *device, p *poll) {
 		d.failedPolls.Add(1)
 	} else {
 		d.noteGood(p.start)
+		d.lastLogged = "" // the next failure is news again
 	}
 	if !d.shouldStore(p) {
 		d.unchanged.Add(1)

@@ -36,9 +36,10 @@ func TestRTUAgainstPymodbus(t *testing.T) {
 	startSlave(t, "rtu", w.slavePath, "19200", "7")
 	l := openLog(t)
 	b := startBus(t, rtuConfig("rs485", w.link, Device{Unit: 7, Device: "meter-7", Interval: 50 * time.Millisecond, Registers: testMap()}), l)
-	waitFor(t, "10 good polls", func() bool {
-		ds := b.Status().Devices[0]
-		return ds.Polls-ds.FailedPolls >= 10
+	waitFor(t, "10 good polls stored", func() bool {
+		st := b.Status()
+		ds := st.Devices[0]
+		return ds.Polls-ds.FailedPolls >= 10 && st.Stored == ds.Polls // stored: durable
 	})
 	recs := records(t, l, "meter-7")
 	var good []map[string]any
@@ -104,6 +105,7 @@ func TestRTUExceptionAndSilentSlave(t *testing.T) {
 		return st.Devices[0].Exceptions["2"] >= 3 && st.Devices[1].Polls-st.Devices[1].FailedPolls >= 10 &&
 			st.Devices[2].Errors["timeout"] >= 2
 	})
+	waitFor(t, "records durable", func() bool { return len(records(t, l, "d1")) > 0 })
 	d1 := records(t, l, "d1")
 	r := d1[len(d1)-1]
 	if r["unit_id"] != 1.0 || r["quality"] != "exception" {

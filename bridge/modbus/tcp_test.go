@@ -27,13 +27,16 @@ func TestTCPAgainstPymodbus(t *testing.T) {
 	}
 	c.Devices = append(c.Devices, Device{Unit: 42, Device: "plc-42", Interval: 50 * time.Millisecond, Registers: testMap()[:1]})
 	b := startBus(t, c, l)
-	waitFor(t, "5 good polls of each unit", func() bool {
-		for _, d := range b.Status().Devices[:3] {
-			if d.Polls-d.FailedPolls < 5 {
+	waitFor(t, "5 good polls of each unit stored", func() bool {
+		st := b.Status()
+		var polls uint64
+		for i, d := range st.Devices {
+			if i < 3 && d.Polls-d.FailedPolls < 5 {
 				return false
 			}
+			polls += d.Polls
 		}
-		return true
+		return st.Stored+uint64(st.Pending) >= polls && st.Pending == 0
 	})
 	for u := 1; u <= 3; u++ {
 		recs := records(t, l, fmt.Sprintf("plc-%d", u))

@@ -178,7 +178,10 @@ const maxStale = 8
 
 func (t *tcp) do(q request) ([]byte, error) {
 	if t.conn == nil {
-		return nil, &linkError{errors.New("not connected")}
+		// Closed after a timeout mid-frame or a garbled stream: connect again.
+		if _, err := t.open(); err != nil {
+			return nil, &linkError{err}
+		}
 	}
 	t.tx++
 	deadline := time.Now().Add(t.timeout)
