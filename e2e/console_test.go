@@ -341,6 +341,7 @@ func TestConsoleToken(t *testing.T) {
 	b.waitJS("the token prompt", 20*time.Second, `document.getElementById('login').open`)
 	b.do(chromedp.SendKeys(chromedp.ID("token"), "not-the-token"), chromedp.Click(chromedp.CSS("#login-form button")))
 	b.waitJS("the refusal", 20*time.Second, `!document.getElementById('login-error').hidden && document.getElementById('login-error').textContent.includes('401') && document.getElementById('login').open`)
+	b.screenshot("console-token-refused.png")
 	b.do(chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.CSS("#login-form button")))
 	b.waitJS("the stream", 20*time.Second, `document.getElementById('live-text').textContent === 'live' && !document.getElementById('login').open`)
 	b.waitJS("the node's name", 20*time.Second, `document.getElementById('node').textContent.includes('e2e-node')`)

@@ -1,11 +1,18 @@
 package console
 
 import (
+	"bytes"
+	"compress/gzip"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
+	"mime"
 	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -77,20 +84,65 @@ func Frame(event string, doc []byte) []byte {
 	return append(b, "\n\n"...)
 }
 
-// Page serves the console's files: index.html at "/", the rest by name. The
-// files carry no secret (the token is asked for by the page), so they are
-// served without authentication; a policy keeps the page to its own origin.
+// Page serves the console's files: index.html at "/", the rest by name,
+// gzip-compressed for browsers that accept it (compressed once, at the first
+// request). The files carry no secret (the token is asked for by the page),
+// so they are served without authentication; a policy keeps the page to its
+// own origin.
 func Page() http.Handler {
 	sub, _ := fs.Sub(static, "static")
 	files := http.FileServerFS(sub)
+	var once sync.Once
+	var zipped map[string][]byte // by path under static/
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
 		hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("Referrer-Policy", "no-referrer")
 		hd.Set("Cache-Control", "no-cache")
+		hd.Add("Vary", "Accept-Encoding")
+		name := strings.TrimPrefix(r.URL.Path, "/")
+		if name == "" {
+			name = "index.html"
+		}
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			once.Do(func() { zipped = compress(sub) })
+			if z, ok := zipped[name]; ok {
+				if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+					hd.Set("Content-Type", ct)
+				}
+				hd.Set("Content-Encoding", "gzip")
+				hd.Set("Content-Length", strconv.Itoa(len(z)))
+				if r.Method != http.MethodHead {
+					_, _ = w.Write(z)
+				}
+				return
+			}
+		}
 		files.ServeHTTP(w, r)
 	})
+}
+
+// compress gzips every file of fsys.
+func compress(fsys fs.FS) map[string][]byte {
+	out := map[string][]byte{}
+	_ = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return nil
+		}
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		_, _ = zw.Write(b)
+		if zw.Close() == nil {
+			out[p] = buf.Bytes()
+		}
+		return nil
+	})
+	return out
 }
 
 // Size is the total size of the console's files in bytes: what a browser

@@ -2,8 +2,11 @@ package console
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -200,4 +203,34 @@ func TestPageFiles(t *testing.T) {
 	if n := Size(); n < 10_000 || n > 100_000 {
 		t.Fatalf("console is %d bytes", n)
 	}
+	// Compressed for a browser that accepts gzip: the same bytes and type.
+	for _, f := range []string{"/console/", "/console/app.js", "/console/app.css"} {
+		plain, plainHd := fetch(t, srv.URL+f, "identity")
+		zipped, hd := fetch(t, srv.URL+f, "gzip")
+		if hd.Get("Content-Encoding") != "gzip" || plainHd.Get("Content-Encoding") != "" {
+			t.Fatalf("%s: encodings %q and %q", f, hd.Get("Content-Encoding"), plainHd.Get("Content-Encoding"))
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(zipped))
+		if err != nil {
+			t.Fatal(err)
+		}
+		unpacked, _ := io.ReadAll(zr)
+		if !bytes.Equal(unpacked, plain) || hd.Get("Content-Type") != plainHd.Get("Content-Type") || len(zipped) >= len(plain) {
+			t.Fatalf("%s: gzip %d bytes unpacking to %d (%s), plain %d (%s)", f, len(zipped), len(unpacked), hd.Get("Content-Type"), len(plain), plainHd.Get("Content-Type"))
+		}
+	}
+}
+
+// fetch GETs url with the given Accept-Encoding, the body as sent.
+func fetch(t *testing.T, url, enc string) ([]byte, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept-Encoding", enc)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b, resp.Header
 }
