@@ -187,3 +187,31 @@ func TestCommitCloseFlushes(t *testing.T) {
 		t.Fatalf("%d records after reopen, want 201", total)
 	}
 }
+
+// The load rule: rounds go back to back from commit_bytes per fsync_interval
+// on, or after a burst of a quarter of it; a trickle waits for the interval.
+func TestCommitLoadRule(t *testing.T) {
+	o := DefaultOptions() // 16 KiB per 10ms
+	c := &committer{opts: &o}
+	ms := time.Millisecond
+	for _, tt := range []struct {
+		arrived int64
+		since   time.Duration
+		want    bool
+	}{
+		{0, 0, false},
+		{190, ms, false},           // one record just after a round
+		{4<<10 - 1, ms, false},     // below a quarter of commit_bytes
+		{4 << 10, ms, true},        // a burst of commit_bytes / 4
+		{4 << 10, 5 * ms, false},   // the same bytes spread over 5ms: 0.8 MB/s
+		{8 << 10, 5 * ms, true},    // 1.6 MB/s
+		{1900, 10 * ms, false},     // 1,000 msg/s of 190 B
+		{16 << 10, 10 * ms, true},  // 8,600 msg/s
+		{100 << 10, 20 * ms, true}, // heavy load after a long round
+		{15 << 10, 9 * ms, true},   // 16.7 KiB per 10ms
+	} {
+		if got := c.loaded(tt.arrived, tt.since); got != tt.want {
+			t.Errorf("loaded(%d bytes, %v) = %v, want %v", tt.arrived, tt.since, got, tt.want)
+		}
+	}
+}
