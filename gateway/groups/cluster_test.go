@@ -529,4 +529,5 @@ func TestClusterDeviceShareOnPeerPartition(t *testing.T) {
 		return len(st) == 1 && st[0].Core.SetAside > 0 && st[0].Core.StallsAvoided > 0
 	})
 	ma.wg.Wait()
+	<-a.reg.StepDown(key, false, time.Now().Add(time.Second)) // no runner outlives the test
 }

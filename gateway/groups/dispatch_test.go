@@ -246,10 +246,11 @@ func TestRedeliveryNakTermAndDeadLetter(t *testing.T) {
 		case strings.HasPrefix(d.payload, "nak") && d.deliveries == 1:
 			return answer{kind: AckNak, nakDelay: 50 * time.Millisecond}
 		case strings.HasPrefix(d.payload, "wpi") && d.deliveries == 1:
-			// in progress twice, spanning more than ack_wait, then ack
+			// in progress again and again, spanning more than ack_wait, then ack
+			// (every 50ms: well inside the 300ms ack_wait on a loaded machine)
 			go func() {
-				for i := 0; i < 3; i++ {
-					time.Sleep(150 * time.Millisecond)
+				for i := 0; i < 9; i++ {
+					time.Sleep(50 * time.Millisecond)
 					reg.Ack(Ack{Handle: d.handle, Kind: AckInProgress})
 				}
 			}()
