@@ -5,6 +5,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 	"edgeq/gateway/hot"
 	"edgeq/gateway/natsserver"
 	"edgeq/gateway/queue"
+	"edgeq/gateway/tlsconf"
 	"edgeq/wal"
 )
 
@@ -46,6 +48,9 @@ type Node struct {
 
 	httpSrv *http.Server
 	httpLn  net.Listener
+	// TLS material of the NATS and HTTP listeners (nil: plaintext);
+	// ReloadTLS reads their files again.
+	natsTLS, httpTLS *tlsconf.Store
 
 	ready    atomic.Bool
 	cancel   context.CancelFunc
@@ -59,6 +64,14 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	natsTLS, err := loadTLS("nats.tls", cfg.NATS.TLS)
+	if err != nil {
+		return nil, err
+	}
+	httpTLS, err := loadTLS("http.tls", cfg.HTTP.TLS)
+	if err != nil {
+		return nil, err
+	}
 	id, err := LoadNodeID(cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return nil, err
@@ -68,7 +81,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, id: id, version: version, logger: logger, log: l, started: time.Now()}
+	n := &Node{cfg: cfg, id: id, version: version, logger: logger, log: l, started: time.Now(), natsTLS: natsTLS, httpTLS: httpTLS}
 	if n.metrics, err = newNodeMetrics(cfg, logger); err != nil {
 		l.Close()
 		return nil, err
@@ -130,6 +143,10 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		AuthTimeout:      cfg.NATS.AuthTimeout,
 		NodeID:           id,
 		Version:          version,
+
+		TLS:               natsTLS,
+		TLSHandshakeFirst: cfg.NATS.TLS.HandshakeFirst,
+		TLSFallback:       cfg.NATS.TLS.HandshakeFirstFallback,
 	}, n.ingest, n.queues, n.tail, logger)
 	for _, sc := range cfg.Serial {
 		p, err := serial.New(sc, n.ingest, logger)
@@ -228,6 +245,10 @@ func (n *Node) Start() error {
 		}
 		n.httpLn = ln
 		n.httpSrv = &http.Server{Handler: n.httpHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+		if n.httpTLS != nil {
+			n.httpSrv.TLSConfig = n.httpTLS.Config()
+			ln = tls.NewListener(ln, n.httpSrv.TLSConfig)
+		}
 		n.goBackground(func() {
 			if err := n.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				n.logger.Error("http server", "err", err)
@@ -343,4 +364,32 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 		n.logger.Info("stopped", "err", n.stopErr)
 	})
 	return n.stopErr
+}
+
+// loadTLS reads a listener's TLS files; nil when TLS is off.
+func loadTLS(key string, t config.TLS) (*tlsconf.Store, error) {
+	if !t.Enabled() {
+		return nil, nil
+	}
+	s, err := tlsconf.Load(tlsconf.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Verify: t.Verify})
+	if err != nil {
+		return nil, fmt.Errorf("config: %s: %w", key, err)
+	}
+	return s, nil
+}
+
+// ReloadTLS reads the TLS certificate, key and CA files of the NATS and
+// HTTP listeners again: new handshakes use them, connected clients stay.
+// On an error the material in use stays.
+func (n *Node) ReloadTLS() error {
+	var errs []error
+	for key, s := range map[string]*tlsconf.Store{"nats.tls": n.natsTLS, "http.tls": n.httpTLS} {
+		if s == nil {
+			continue
+		}
+		if err := s.Reload(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -91,7 +91,29 @@ type NATS struct {
 	MaxPingsOut  int           `yaml:"max_pings_out"`
 	// AuthTimeout is how long a new connection has to send CONNECT (default 5s).
 	AuthTimeout time.Duration `yaml:"auth_timeout"`
+	// TLS, when cert_file is set, is required of every client.
+	TLS TLS `yaml:"tls"`
+	// AllowPlaintext lets listen be beyond loopback without TLS.
+	AllowPlaintext bool `yaml:"allow_plaintext"`
 }
+
+// TLS is a listener's TLS (1.2 or later). The files are read again on
+// reload, so a renewed certificate needs no restart.
+type TLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// CAFile verifies client certificates; Verify requires one.
+	CAFile string `yaml:"ca_file"`
+	Verify bool   `yaml:"verify"`
+	// HandshakeFirst (NATS only): clients start TLS before INFO, as with
+	// nats.go's TLSHandshakeFirst. With HandshakeFirstFallback, a client
+	// that sends nothing for that long gets INFO first and upgrades after.
+	HandshakeFirst         bool          `yaml:"handshake_first"`
+	HandshakeFirstFallback time.Duration `yaml:"handshake_first_fallback"`
+}
+
+// Enabled reports whether the listener does TLS.
+func (t TLS) Enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
 
 // User is one user/password pair for NATS clients.
 type User struct {
@@ -106,6 +128,10 @@ type HTTP struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" on every
 	// endpoint but /healthz and /readyz.
 	Token string `yaml:"token"`
+	// TLS serves HTTPS when cert_file is set.
+	TLS TLS `yaml:"tls"`
+	// AllowPlaintext lets listen be beyond loopback without TLS.
+	AllowPlaintext bool `yaml:"allow_plaintext"`
 }
 
 // WAL configures the telemetry log; see wal.Options for the meaning.
@@ -293,6 +319,12 @@ func (c *Config) Validate() error {
 			bad("http.listen", "%v", err)
 		} else if !isLoopback(c.HTTP.Listen) && c.HTTP.Token == "" {
 			bad("http.listen", "%q is beyond loopback: set http.token", c.HTTP.Listen)
+		} else if !isLoopback(c.HTTP.Listen) && !c.HTTP.TLS.Enabled() && !c.HTTP.AllowPlaintext {
+			bad("http.listen", "%q is beyond loopback without TLS: set http.tls.cert_file and http.tls.key_file, or http.allow_plaintext: true", c.HTTP.Listen)
+		}
+		validateTLS("http.tls", c.HTTP.TLS, bad)
+		if c.HTTP.TLS.HandshakeFirst || c.HTTP.TLS.HandshakeFirstFallback != 0 {
+			bad("http.tls.handshake_first", "only for nats.tls")
 		}
 	}
 	wo := c.WALOptions()
@@ -397,6 +429,15 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 		bad("nats.listen", "%v", err)
 	} else if !isLoopback(n.Listen) && n.AuthToken == "" && len(n.Users) == 0 {
 		bad("nats.listen", "%q is beyond loopback: set nats.auth_token or nats.users", n.Listen)
+	} else if !isLoopback(n.Listen) && !n.TLS.Enabled() && !n.AllowPlaintext {
+		bad("nats.listen", "%q is beyond loopback without TLS: set nats.tls.cert_file and nats.tls.key_file, or nats.allow_plaintext: true", n.Listen)
+	}
+	if !isLoopback(n.Listen) && n.AuthToken != "" && len(n.AuthToken) < MinTokenLen {
+		bad("nats.auth_token", "%d characters beyond loopback, want at least %d", len(n.AuthToken), MinTokenLen)
+	}
+	validateTLS("nats.tls", n.TLS, bad)
+	if n.TLS.HandshakeFirstFallback < 0 || n.TLS.HandshakeFirstFallback > 0 && !n.TLS.HandshakeFirst {
+		bad("nats.tls.handshake_first_fallback", "%v, want > 0 and handshake_first: true", n.TLS.HandshakeFirstFallback)
 	}
 	for i, u := range n.Users {
 		if u.User == "" || u.Password == "" {
@@ -486,6 +527,25 @@ func checkHostPort(addr string) error {
 		return fmt.Errorf("%q: no port", addr)
 	}
 	return nil
+}
+
+// MinTokenLen is the shortest nats.auth_token accepted beyond loopback.
+const MinTokenLen = 16
+
+// validateTLS checks a listener's TLS keys (the files are read at start).
+func validateTLS(key string, t TLS, bad func(key, format string, args ...any)) {
+	switch {
+	case !t.Enabled():
+		if t.CAFile != "" || t.Verify || t.HandshakeFirst {
+			bad(key, "ca_file, verify and handshake_first need cert_file and key_file")
+		}
+	case t.CertFile == "":
+		bad(key+".cert_file", "required with key_file")
+	case t.KeyFile == "":
+		bad(key+".key_file", "required with cert_file")
+	case t.Verify && t.CAFile == "":
+		bad(key+".ca_file", "required with verify: true")
+	}
 }
 
 // isLoopback reports whether addr listens on loopback only.

@@ -241,6 +241,7 @@ func renderNATS(e *enc, s *Snapshot) {
 	e.u("edgeq_nats_closed_connections_total", n.SlowConsumers, "reason", "slow_consumer")
 	e.u("edgeq_nats_closed_connections_total", n.WriteTimeouts, "reason", "write_timeout")
 	e.u("edgeq_nats_closed_connections_total", n.Stale, "reason", "stale")
+	e.u("edgeq_nats_closed_connections_total", n.TLSFailures, "reason", "tls_handshake")
 	e.counter1("edgeq_nats_auth_failures_total", n.AuthFailures)
 	e.counter1("edgeq_nats_protocol_errors_total", n.ProtocolErrors)
 	e.counter1("edgeq_nats_in_messages_total", n.InMsgs)

@@ -116,6 +116,7 @@ type NATSStats struct {
 	InMsgs, InBytes, OutMsgs, OutBytes  uint64
 	IngestErrors, BadDevice, BadAcks    uint64
 	SlowConsumers, WriteTimeouts, Stale uint64 // connections closed, by reason
+	TLSFailures                         uint64 // closed: TLS handshake failed
 }
 
 // Durable is partition p's durable offset in the snapshot (0 when the log

@@ -62,6 +62,15 @@ func newConn(s *Server, id uint64, nc net.Conn) *conn {
 }
 
 func (c *conn) serve() {
+	infoSent := false
+	if c.s.cfg.TLS != nil {
+		var ok bool
+		if infoSent, ok = c.upgradeTLS(); !ok {
+			c.close("", nil)
+			c.s.removeConn(c)
+			return
+		}
+	}
 	writerDone := make(chan struct{})
 	go c.writer(writerDone)
 	defer func() {
@@ -70,7 +79,9 @@ func (c *conn) serve() {
 		c.cleanup()
 		c.s.removeConn(c)
 	}()
-	c.write(c.s.info(c))
+	if !infoSent {
+		c.write(c.s.info(c))
+	}
 	if c.s.authRequired() {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.AuthTimeout))
 	}
@@ -251,14 +262,17 @@ func (c *conn) close(reason string, errText error) {
 
 // finishClose sends the -ERR (best effort, bounded) and closes the socket.
 func (c *conn) finishClose(reason string, errText error) {
+	c.mu.Lock()
+	nc := c.nc // a TLS upgrade replaces it
+	c.mu.Unlock()
 	if errText != nil {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-		_, _ = c.nc.Write(natsproto.AppendErr(nil, errText.Error()))
+		_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = nc.Write(natsproto.AppendErr(nil, errText.Error()))
 	}
 	if reason != "" {
-		c.s.logger.Info("closing client connection", "client", c.id, "name", c.opts.Name, "remote", c.nc.RemoteAddr().String(), "reason", reason)
+		c.s.logger.Info("closing client connection", "client", c.id, "name", c.opts.Name, "remote", nc.RemoteAddr().String(), "reason", reason)
 	}
-	_ = c.nc.Close()
+	_ = nc.Close()
 }
 
 // cleanup removes every subscription: queue members leave their groups (their

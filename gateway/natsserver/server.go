@@ -22,6 +22,7 @@ import (
 
 	"edgeq/gateway/dispatch"
 	"edgeq/gateway/natsproto"
+	"edgeq/gateway/tlsconf"
 	"edgeq/wal"
 )
 
@@ -42,6 +43,11 @@ type Config struct {
 	AuthTimeout      time.Duration
 	NodeID           string
 	Version          string
+	// TLS, when set, is required of every client (upgrade after INFO, or
+	// handshake first; see upgradeTLS).
+	TLS               *tlsconf.Store
+	TLSHandshakeFirst bool
+	TLSFallback       time.Duration
 }
 
 // Ingester stores one telemetry message; done runs once, after the record is
@@ -93,6 +99,7 @@ type Stats struct {
 	WriteTimeouts    atomic.Uint64 // closed: write deadline
 	StaleConnections atomic.Uint64 // closed: pings unanswered
 	BadAcks          atomic.Uint64
+	TLSFailures      atomic.Uint64 // closed: TLS handshake failed (plaintext client, bad or missing certificate)
 }
 
 // New returns a server; Start listens.
@@ -237,6 +244,7 @@ func (s *Server) info(c *conn) []byte {
 		MaxPayload:   int64(s.cfg.MaxPayload),
 		Proto:        1,
 		AuthRequired: s.authRequired(),
+		TLSRequired:  s.cfg.TLS != nil,
 		ClientID:     c.id,
 	}
 	return natsproto.AppendInfo(nil, &info)
