@@ -137,6 +137,12 @@ func TestNATSTLS(t *testing.T) {
 	if m, err := sub.NextMsg(5 * time.Second); err != nil || string(m.Data) != "from the cli" {
 		t.Fatalf("CLI message: %v %v", m, err)
 	}
+	if out, err := runCmd(edgeqBin, "pub", "--server", tlsURL(n), "--tlsca", ca.CA, "dev-4", "from edgeq pub"); err != nil {
+		t.Fatalf("edgeq pub --tlsca: %v %s", err, out)
+	}
+	if m, err := sub.NextMsg(5 * time.Second); err != nil || string(m.Data) != "from edgeq pub" {
+		t.Fatalf("edgeq pub message: %v %v", m, err)
+	}
 	if out, err := runCmd(natsCLI, "--server", tlsURL(n), "pub", "telemetry.dev-2", "x"); err == nil {
 		t.Fatalf("nats CLI without the CA connected: %s", out)
 	}
@@ -250,6 +256,9 @@ func TestHTTPS(t *testing.T) {
 	}
 	if out, err := runCmd(curl, "-sS", "--fail", "--cacert", ca.CA, n.httpURL()+"/metrics"); err != nil || !strings.Contains(out, "edgeq_nats_connections") {
 		t.Fatalf("curl /metrics: %v %.200s", err, out)
+	}
+	if out, err := runCmd(edgeqBin, "status", "--http", n.httpURL(), "--tlsca", ca.CA); err != nil {
+		t.Fatalf("edgeq status over HTTPS: %v %s", err, out)
 	}
 	if out, err := runCmd(curl, "-sS", "--fail", n.httpURL()+"/healthz"); err == nil {
 		t.Fatalf("curl without the CA: %s", out)
