@@ -504,3 +504,30 @@ func FuzzSealedReader(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSealOpen: the cost per frame of sealing and opening, for a
+// heartbeat-sized, a FORWARD-sized and a FETCHED-sized body.
+func BenchmarkSealOpen(b *testing.B) {
+	d, l := testKeys(b)
+	for _, size := range []int{16, 300, 256 << 10} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			s, _ := newSealer(d.send)
+			body := make([]byte, size)
+			q := appendQueued(nil, TypeFetched, body)
+			var stream bytes.Reader
+			o, _ := newOpener(&stream, l.recv)
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				q = appendQueued(q[:0], TypeFetched, body)
+				if err := s.sealAll(q); err != nil {
+					b.Fatal(err)
+				}
+				stream.Reset(q)
+				if _, _, err := o.Read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
