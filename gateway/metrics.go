@@ -124,7 +124,7 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 		InMsgs: cs.InMsgs.Load(), InBytes: cs.InBytes.Load(), OutMsgs: cs.OutMsgs.Load(), OutBytes: cs.OutBytes.Load(),
 		IngestErrors: cs.IngestErrors.Load(), BadDevice: cs.BadDevice.Load(), BadAcks: cs.BadAcks.Load(),
 		SlowConsumers: cs.SlowConsumers.Load(), WriteTimeouts: cs.WriteTimeouts.Load(), Stale: cs.StaleConnections.Load(),
-		TLSFailures: cs.TLSFailures.Load(),
+		TLSFailures: cs.TLSFailures.Load(), GroupsRefused: cs.GroupsRefused.Load(),
 	}
 	for _, p := range n.serial {
 		s.Serial = append(s.Serial, p.Status())

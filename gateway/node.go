@@ -136,6 +136,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		MaxControlLine:   int(cfg.NATS.MaxControlLine),
 		MaxConnections:   cfg.NATS.MaxConnections,
 		MaxSubscriptions: cfg.NATS.MaxSubscriptions,
+		MaxGroupsPerConn: cfg.NATS.MaxGroupsPerConnection,
 		MaxPending:       int(cfg.NATS.MaxPending),
 		WriteDeadline:    cfg.NATS.WriteDeadline,
 		PingInterval:     cfg.NATS.PingInterval,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/bcrypt"
 
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
@@ -80,6 +81,9 @@ type NATS struct {
 	MaxConnections int `yaml:"max_connections"`
 	// MaxSubscriptions bounds subscriptions per connection (default 1024).
 	MaxSubscriptions int `yaml:"max_subscriptions"`
+	// MaxGroupsPerConnection bounds the queue groups one connection's
+	// subscribes may create (default 8); joining existing groups is free.
+	MaxGroupsPerConnection int `yaml:"max_groups_per_connection"`
 	// MaxPending is the output a slow connection may have queued before it is
 	// closed as a slow consumer (default 8MiB).
 	MaxPending ByteSize `yaml:"max_pending"`
@@ -239,17 +243,18 @@ func Default() Config {
 		LogLevel:        "info",
 		ShutdownTimeout: 10 * time.Second,
 		NATS: NATS{
-			Listen:           "127.0.0.1:4222",
-			TelemetryPrefix:  "telemetry",
-			MaxPayload:       1 << 20,
-			MaxControlLine:   4096,
-			MaxConnections:   1024,
-			MaxSubscriptions: 1024,
-			MaxPending:       8 << 20,
-			WriteDeadline:    5 * time.Second,
-			PingInterval:     20 * time.Second,
-			MaxPingsOut:      3,
-			AuthTimeout:      5 * time.Second,
+			Listen:                 "127.0.0.1:4222",
+			TelemetryPrefix:        "telemetry",
+			MaxPayload:             1 << 20,
+			MaxControlLine:         4096,
+			MaxConnections:         1024,
+			MaxSubscriptions:       1024,
+			MaxGroupsPerConnection: 8,
+			MaxPending:             8 << 20,
+			WriteDeadline:          5 * time.Second,
+			PingInterval:           20 * time.Second,
+			MaxPingsOut:            3,
+			AuthTimeout:            5 * time.Second,
 		},
 		HTTP: HTTP{Listen: "127.0.0.1:8222"},
 		WAL: WAL{
@@ -443,6 +448,12 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 		if u.User == "" || u.Password == "" {
 			bad(fmt.Sprintf("nats.users[%d]", i), "user and password are required")
 		}
+		if strings.HasPrefix(u.Password, "$2") {
+			// A bcrypt hash, as nats-server accepts (edgeq checks it at CONNECT).
+			if _, err := bcrypt.Cost([]byte(u.Password)); err != nil {
+				bad(fmt.Sprintf("nats.users[%d].password", i), "looks like a bcrypt hash but is not one: %v", err)
+			}
+		}
 	}
 	if n.AuthToken != "" && len(n.Users) > 0 {
 		bad("nats.auth_token", "set either auth_token or users, not both")
@@ -461,6 +472,9 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 	}
 	if n.MaxSubscriptions < 1 {
 		bad("nats.max_subscriptions", "%d, want >= 1", n.MaxSubscriptions)
+	}
+	if n.MaxGroupsPerConnection < 1 {
+		bad("nats.max_groups_per_connection", "%d, want >= 1", n.MaxGroupsPerConnection)
 	}
 	if n.MaxPending < n.MaxPayload {
 		bad("nats.max_pending", "%d, want >= max_payload (%d)", n.MaxPending, n.MaxPayload)

@@ -130,6 +130,8 @@ func TestTLSRequiredBeyondLoopback(t *testing.T) {
 		{"nats:\n  tls: {verify: true}\n", "nats.tls: ca_file, verify and handshake_first need cert_file and key_file"},
 		{"nats:\n  tls: {cert_file: c.pem, key_file: k.pem, handshake_first_fallback: 50ms}\n", "nats.tls.handshake_first_fallback"},
 		{"http:\n  tls: {cert_file: c.pem, key_file: k.pem, handshake_first: true}\n", "http.tls.handshake_first"},
+		{"nats:\n  users: [{user: u, password: $2a$10$short}]\n", "nats.users[0].password: looks like a bcrypt hash"},
+		{"nats:\n  max_groups_per_connection: 0\n", "nats.max_groups_per_connection"},
 	} {
 		if _, err := Load(writeFile(t, c.yaml), nil, Flags{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)

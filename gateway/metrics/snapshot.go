@@ -117,6 +117,7 @@ type NATSStats struct {
 	IngestErrors, BadDevice, BadAcks    uint64
 	SlowConsumers, WriteTimeouts, Stale uint64 // connections closed, by reason
 	TLSFailures                         uint64 // closed: TLS handshake failed
+	GroupsRefused                       uint64 // queue subscribes over max_groups_per_connection
 }
 
 // Durable is partition p's durable offset in the snapshot (0 when the log

@@ -32,6 +32,9 @@ type conn struct {
 
 	subs      map[string]*sub // by sid; guarded by Server.subsMu; bound: cfg.MaxSubscriptions
 	memberSeq uint64          // reader goroutine only
+	// groupsCreated counts the queue groups this connection's subscribes
+	// created (reader goroutine only); bound: cfg.MaxGroupsPerConn.
+	groupsCreated int
 }
 
 // sub is one subscription. Its fields are set before it is shared and not

@@ -87,6 +87,14 @@ func (c *conn) handleSub(op *natsproto.Op) {
 	if dispatch.IsTelemetryFilter(filter, prefix) {
 		if sb.queue != "" {
 			sb.group = dispatch.GroupKey{Filter: filter, Queue: sb.queue}
+			// One connection may create only so many groups: each pins
+			// retention for group_ttl and counts against queue.max_groups.
+			_, _, _, exists := c.s.queues.LocalMembers(sb.group)
+			if !exists && c.groupsCreated >= c.s.cfg.MaxGroupsPerConn {
+				c.s.stats.GroupsRefused.Add(1)
+				c.sendErr(fmt.Sprintf("Permissions Violation for Subscription to %q: this connection created %d queue groups already (nats.max_groups_per_connection)", filter, c.groupsCreated))
+				return
+			}
 			sb.member = c.nextMemberID()
 			if err := c.s.queues.Join(sb.group, sb.member, sb, -1); err != nil {
 				c.s.logger.Warn("queue subscription refused", "client", c.id, "filter", filter, "queue", sb.queue, "err", err)
@@ -94,6 +102,9 @@ func (c *conn) handleSub(op *natsproto.Op) {
 				return
 			}
 			sb.isMem = true
+			if !exists {
+				c.groupsCreated++
+			}
 		} else {
 			cancel, err := c.s.tail.Subscribe(filter, sb)
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,8 @@ import (
 	"edgeq/gateway/natsproto"
 	"edgeq/gateway/tlsconf"
 	"edgeq/wal"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 // Config configures the server; see config.NATS for meanings and defaults.
@@ -36,6 +39,7 @@ type Config struct {
 	MaxControlLine   int
 	MaxConnections   int
 	MaxSubscriptions int
+	MaxGroupsPerConn int
 	MaxPending       int
 	WriteDeadline    time.Duration
 	PingInterval     time.Duration
@@ -100,6 +104,7 @@ type Stats struct {
 	StaleConnections atomic.Uint64 // closed: pings unanswered
 	BadAcks          atomic.Uint64
 	TLSFailures      atomic.Uint64 // closed: TLS handshake failed (plaintext client, bad or missing certificate)
+	GroupsRefused    atomic.Uint64 // queue subscribes refused: the connection created max_groups_per_connection
 }
 
 // New returns a server; Start listens.
@@ -252,16 +257,35 @@ func (s *Server) info(c *conn) []byte {
 
 func (s *Server) authRequired() bool { return s.cfg.AuthToken != "" || len(s.cfg.Users) > 0 }
 
-// authenticate checks CONNECT credentials in constant time.
+// authenticate checks CONNECT credentials in constant time; a configured
+// token or password that is a bcrypt hash is checked with bcrypt.
 func (s *Server) authenticate(o *natsproto.ConnectOptions) bool {
 	switch {
 	case s.cfg.AuthToken != "":
-		return subtle.ConstantTimeCompare([]byte(o.AuthToken), []byte(s.cfg.AuthToken)) == 1
+		return secretMatches(o.AuthToken, s.cfg.AuthToken)
 	case len(s.cfg.Users) > 0:
 		want, ok := s.cfg.Users[o.User]
-		return ok && subtle.ConstantTimeCompare([]byte(o.Pass), []byte(want)) == 1
+		return ok && secretMatches(o.Pass, want)
 	}
 	return true
+}
+
+func secretMatches(given, want string) bool {
+	if IsBcrypt(want) {
+		return bcrypt.CompareHashAndPassword([]byte(want), []byte(given)) == nil
+	}
+	return subtle.ConstantTimeCompare([]byte(given), []byte(want)) == 1
+}
+
+// IsBcrypt reports whether a configured secret is a bcrypt hash, by its
+// prefix as nats-server decides it ($2a$, $2b$, $2x$, $2y$).
+func IsBcrypt(s string) bool {
+	for _, p := range []string{"$2a$", "$2b$", "$2x$", "$2y$"} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // publishCore delivers a message on a non-telemetry subject to matching core
