@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -278,5 +279,88 @@ func TestPlaintextBeyondLoopbackRefused(t *testing.T) {
 	out, err := runCmd(edgeqBin, "run", "--config", cfg, "--data", t.TempDir(), "--nats", "0.0.0.0:0", "--http", "")
 	if err == nil || !strings.Contains(out, "nats.allow_plaintext") {
 		t.Fatalf("plaintext beyond loopback: %v %s", err, out)
+	}
+}
+
+// TestSIGHUPReload: SIGHUP swaps the NATS certificate and the users without
+// dropping a connected client; new clients need the new CA and password.
+// A config that does not load, or a certificate file that does not parse,
+// keeps everything in use, and the node keeps running.
+func TestSIGHUPReload(t *testing.T) {
+	ca1, ca2 := newPKI(t, "one"), newPKI(t, "two")
+	c1, k1 := ca1.valid("gw1", true)
+	c2, k2 := ca2.valid("gw2", true)
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	cp := func(from, to string) {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp(c1, cert)
+	cp(k1, key)
+	conf := func(pass string) string {
+		return fmt.Sprintf("nats:\n  users: [{user: w, password: %s}]\n  tls: {cert_file: %s, key_file: %s}\n", pass, cert, key)
+	}
+	n := newNode(t, conf("old-password"))
+	n.start()
+	connect := func(pool *x509.CertPool, pass string) (*nats.Conn, error) {
+		return nats.Connect(tlsURL(n), nats.Secure(&tls.Config{RootCAs: pool}), nats.UserInfo("w", pass), nats.NoReconnect())
+	}
+	before, err := connect(ca1.pool, "old-password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer before.Close()
+	cp(c2, cert)
+	cp(k2, key)
+	if err := os.WriteFile(n.config, []byte(conf("new-password")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "reload logged", 10*time.Second, func() bool { return strings.Contains(n.logs(), "configuration reloaded") })
+	if _, err := before.Request("telemetry.dev-1", []byte("x"), 5*time.Second); err != nil || !before.IsConnected() {
+		t.Fatalf("a client connected before the reload: %v", err)
+	}
+	if nc, err := connect(ca2.pool, "new-password"); err != nil {
+		t.Fatalf("new certificate and password: %v", err)
+	} else {
+		nc.Close()
+	}
+	for name, c := range map[string]struct {
+		pool *x509.CertPool
+		pass string
+	}{"old CA": {ca1.pool, "new-password"}, "old password": {ca2.pool, "old-password"}} {
+		if nc, err := connect(c.pool, c.pass); err == nil {
+			nc.Close()
+			t.Fatalf("%s still accepted after the reload", name)
+		}
+	}
+	// A broken config, then a broken key: refused, the node runs on as it was.
+	for i, broken := range []func(){
+		func() { os.WriteFile(n.config, []byte("nats: [not, a, map"), 0o600) },
+		func() {
+			os.WriteFile(n.config, []byte(conf("third-password")), 0o600)
+			os.WriteFile(key, []byte("garbage"), 0o600)
+		},
+	} {
+		broken()
+		n.cmd.Process.Signal(syscall.SIGHUP)
+		waitFor(t, "reload refused", 10*time.Second, func() bool { return strings.Count(n.logs(), "reload refused") == i+1 })
+		if !n.running() {
+			t.Fatal("a bad reload stopped the node")
+		}
+		if nc, err := connect(ca2.pool, "new-password"); err != nil {
+			t.Fatalf("after a refused reload %d: %v", i, err)
+		} else {
+			nc.Close()
+		}
+	}
+	if _, err := before.Request("telemetry.dev-1", []byte("y"), 5*time.Second); err != nil {
+		t.Fatalf("the first client after the refused reloads: %v", err)
 	}
 }

@@ -49,8 +49,10 @@ type Node struct {
 	httpSrv *http.Server
 	httpLn  net.Listener
 	// TLS material of the NATS and HTTP listeners (nil: plaintext);
-	// ReloadTLS reads their files again.
+	// Reload reads their files again.
 	natsTLS, httpTLS *tlsconf.Store
+	reloadMu         sync.Mutex
+	applied          *config.Config // the last config Reload applied; nil: cfg
 
 	ready    atomic.Bool
 	cancel   context.CancelFunc
@@ -377,20 +379,4 @@ func loadTLS(key string, t config.TLS) (*tlsconf.Store, error) {
 		return nil, fmt.Errorf("config: %s: %w", key, err)
 	}
 	return s, nil
-}
-
-// ReloadTLS reads the TLS certificate, key and CA files of the NATS and
-// HTTP listeners again: new handshakes use them, connected clients stay.
-// On an error the material in use stays.
-func (n *Node) ReloadTLS() error {
-	var errs []error
-	for key, s := range map[string]*tlsconf.Store{"nats.tls": n.natsTLS, "http.tls": n.httpTLS} {
-		if s == nil {
-			continue
-		}
-		if err := s.Reload(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", key, err))
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -73,6 +73,7 @@ type Server struct {
 	logger *slog.Logger
 
 	ln      net.Listener
+	auth    atomic.Pointer[auth] // swapped by SetAuth
 	subs    *sublist
 	subsMu  sync.Mutex // guards every conn's subs map
 	mu      sync.Mutex
@@ -109,13 +110,27 @@ type Stats struct {
 
 // New returns a server; Start listens.
 func New(cfg Config, ingest Ingester, queues *dispatch.Registry, tail *dispatch.Tail, logger *slog.Logger) *Server {
-	return &Server{
+	s := &Server{
 		cfg: cfg, ingest: ingest, queues: queues, tail: tail,
 		logger:   logger.With("component", "nats"),
 		subs:     newSublist(),
 		conns:    map[uint64]*conn{},
 		refusing: make(chan struct{}, maxRefusing),
 	}
+	s.SetAuth(cfg.AuthToken, cfg.Users)
+	return s
+}
+
+// auth is what CONNECT is checked against.
+type auth struct {
+	token string
+	users map[string]string
+}
+
+// SetAuth replaces the token or users new connections authenticate with
+// (a reload); connected clients stay.
+func (s *Server) SetAuth(token string, users map[string]string) {
+	s.auth.Store(&auth{token: token, users: users})
 }
 
 // Start listens on cfg.Listen and serves until Shutdown.
@@ -255,16 +270,20 @@ func (s *Server) info(c *conn) []byte {
 	return natsproto.AppendInfo(nil, &info)
 }
 
-func (s *Server) authRequired() bool { return s.cfg.AuthToken != "" || len(s.cfg.Users) > 0 }
+func (s *Server) authRequired() bool {
+	a := s.auth.Load()
+	return a.token != "" || len(a.users) > 0
+}
 
 // authenticate checks CONNECT credentials in constant time; a configured
 // token or password that is a bcrypt hash is checked with bcrypt.
 func (s *Server) authenticate(o *natsproto.ConnectOptions) bool {
+	a := s.auth.Load()
 	switch {
-	case s.cfg.AuthToken != "":
-		return secretMatches(o.AuthToken, s.cfg.AuthToken)
-	case len(s.cfg.Users) > 0:
-		want, ok := s.cfg.Users[o.User]
+	case a.token != "":
+		return secretMatches(o.AuthToken, a.token)
+	case len(a.users) > 0:
+		want, ok := a.users[o.User]
 		return ok && secretMatches(o.Pass, want)
 	}
 	return true

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 )
 
@@ -25,6 +26,7 @@ type Files struct {
 
 // Store is the current TLS material of one listener.
 type Store struct {
+	mu    sync.Mutex // serializes Reload and Adopt
 	files Files
 	cur   atomic.Pointer[material]
 }
@@ -32,6 +34,7 @@ type Store struct {
 type material struct {
 	cert    *tls.Certificate
 	clients *x509.CertPool // nil without a CA file
+	verify  bool
 }
 
 // Load reads the files; errors name the file.
@@ -51,23 +54,46 @@ func Load(f Files) (*Store, error) {
 
 // Reload reads the files again; on an error the material in use stays.
 func (s *Store) Reload() error {
-	cert, err := tls.LoadX509KeyPair(s.files.CertFile, s.files.KeyFile)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := read(s.files)
 	if err != nil {
-		return fmt.Errorf("tls: cert_file %s, key_file %s: %w", s.files.CertFile, s.files.KeyFile, err)
-	}
-	m := &material{cert: &cert}
-	if s.files.CAFile != "" {
-		pem, err := os.ReadFile(s.files.CAFile)
-		if err != nil {
-			return fmt.Errorf("tls: ca_file: %w", err)
-		}
-		m.clients = x509.NewCertPool()
-		if !m.clients.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("tls: ca_file %s: no PEM certificate", s.files.CAFile)
-		}
+		return err
 	}
 	s.cur.Store(m)
 	return nil
+}
+
+// Adopt takes the files and material of other (a Store loaded from a new
+// configuration), so that a reload of several listeners can load them all
+// first and change none when one fails.
+func (s *Store) Adopt(other *Store) {
+	other.mu.Lock()
+	f, m := other.files, other.cur.Load()
+	other.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files = f
+	s.cur.Store(m)
+}
+
+func read(f Files) (*material, error) {
+	cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls: cert_file %s, key_file %s: %w", f.CertFile, f.KeyFile, err)
+	}
+	m := &material{cert: &cert, verify: f.Verify}
+	if f.CAFile != "" {
+		pem, err := os.ReadFile(f.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: ca_file: %w", err)
+		}
+		m.clients = x509.NewCertPool()
+		if !m.clients.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls: ca_file %s: no PEM certificate", f.CAFile)
+		}
+	}
+	return m, nil
 }
 
 // Config is a server tls.Config (TLS 1.2 or later) that reads the current
@@ -81,7 +107,7 @@ func (s *Store) Config() *tls.Config {
 			if m.clients != nil {
 				c.ClientCAs = m.clients
 				c.ClientAuth = tls.VerifyClientCertIfGiven
-				if s.files.Verify {
+				if m.verify {
 					c.ClientAuth = tls.RequireAndVerifyClientCert
 				}
 			}
@@ -89,6 +115,3 @@ func (s *Store) Config() *tls.Config {
 		},
 	}
 }
-
-// Verify reports whether client certificates are required.
-func (s *Store) Verify() bool { return s.files.Verify }
