@@ -107,3 +107,63 @@ func TestQueueGroupsPerConnection(t *testing.T) {
 		t.Fatalf("refusals counted: %v", v)
 	}
 }
+
+// TestUserPermissions: a user limited to publishing telemetry and
+// subscribing to its inbox and one queue group gets Permissions Violation
+// (connection kept) for anything else, and the refusals are counted; an
+// unrestricted user on the same node is not limited.
+func TestUserPermissions(t *testing.T) {
+	n := newNode(t, "nats:\n  users:\n"+
+		"    - user: sensor\n      password: sensor-password\n      permissions:\n"+
+		"        publish: {allow: [telemetry.>], deny: [telemetry.admin]}\n"+
+		"        subscribe: {allow: ['_INBOX.>'], deny: []}\n"+
+		"    - {user: admin, password: admin-password}\n")
+	n.start()
+	var mu sync.Mutex
+	var errs []string
+	nc, err := nats.Connect(n.url(), nats.UserInfo("sensor", "sensor-password"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		mu.Lock()
+		errs = append(errs, err.Error())
+		mu.Unlock()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Request("telemetry.dev-1", []byte("x"), 5*time.Second); err != nil {
+		t.Fatalf("allowed publish with a reply inbox: %v", err)
+	}
+	_ = nc.Publish("telemetry.admin", []byte("x"))
+	_ = nc.Publish("other.subject", []byte("x"))
+	_, _ = nc.QueueSubscribeSync("telemetry.>", "steal")
+	nc.Flush()
+	waitFor(t, "three refusals", 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(errs) == 3
+	})
+	mu.Lock()
+	for _, e := range errs {
+		if !strings.Contains(strings.ToLower(e), "permissions violation") {
+			t.Errorf("error %q", e)
+		}
+	}
+	mu.Unlock()
+	if !nc.IsConnected() {
+		t.Fatal("a refusal closed the connection")
+	}
+	admin, err := nats.Connect(n.url(), nats.UserInfo("admin", "admin-password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.QueueSubscribeSync("telemetry.>", "q"); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Publish("other.subject", []byte("x")); err != nil || admin.Flush() != nil || admin.LastError() != nil {
+		t.Fatalf("unrestricted user: %v %v", err, admin.LastError())
+	}
+	if v := scrapeMetrics(t, n, "")["edgeq_nats_permission_violations_total"]; v != 3 {
+		t.Fatalf("violations counted: %v", v)
+	}
+}

@@ -125,6 +125,7 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 		IngestErrors: cs.IngestErrors.Load(), BadDevice: cs.BadDevice.Load(), BadAcks: cs.BadAcks.Load(),
 		SlowConsumers: cs.SlowConsumers.Load(), WriteTimeouts: cs.WriteTimeouts.Load(), Stale: cs.StaleConnections.Load(),
 		TLSFailures: cs.TLSFailures.Load(), GroupsRefused: cs.GroupsRefused.Load(),
+		PermViolations: cs.PermViolations.Load(),
 	}
 	for _, p := range n.serial {
 		s.Serial = append(s.Serial, p.Status())

@@ -125,14 +125,12 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	if n.cluster != nil {
 		n.cluster.attach(n.queues, n.publishCore)
 	}
-	users := map[string]string{}
-	for _, u := range cfg.NATS.Users {
-		users[u.User] = u.Password
-	}
+	users, perms := natsUsers(cfg.NATS)
 	n.nats = natsserver.New(natsserver.Config{
 		Listen:           cfg.NATS.Listen,
 		AuthToken:        cfg.NATS.AuthToken,
 		Users:            users,
+		Perms:            perms,
 		TelemetryPrefix:  cfg.NATS.TelemetryPrefix,
 		MaxPayload:       int(cfg.NATS.MaxPayload),
 		MaxControlLine:   int(cfg.NATS.MaxControlLine),
@@ -379,4 +377,19 @@ func loadTLS(key string, t config.TLS) (*tlsconf.Store, error) {
 		return nil, fmt.Errorf("config: %s: %w", key, err)
 	}
 	return s, nil
+}
+
+// natsUsers maps the configured NATS users to their passwords and permissions.
+func natsUsers(c config.NATS) (map[string]string, map[string]*natsserver.Permissions) {
+	users, perms := map[string]string{}, map[string]*natsserver.Permissions{}
+	for _, u := range c.Users {
+		users[u.User] = u.Password
+		if p := u.Permissions; p != nil {
+			perms[u.User] = &natsserver.Permissions{
+				Publish:   natsserver.Rules{Allow: p.Publish.Allow, Deny: p.Publish.Deny},
+				Subscribe: natsserver.Rules{Allow: p.Subscribe.Allow, Deny: p.Subscribe.Deny},
+			}
+		}
+	}
+	return users, perms
 }

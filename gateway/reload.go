@@ -12,7 +12,8 @@ import (
 
 // Reload applies what can change without a restart from cfg (the config
 // read again on SIGHUP): the TLS certificate, key and CA files of the NATS
-// and HTTP listeners, and the NATS auth token or users. New connections get
+// and HTTP listeners, and the NATS auth token or users with their
+// permissions. New connections get
 // them; connected clients stay. When any of it fails nothing changes and
 // the error says why. restart lists the keys that changed but need a
 // restart (not applied); log_level is the caller's.
@@ -57,11 +58,8 @@ func (n *Node) Reload(cfg config.Config) (restart []string, err error) {
 	for _, c := range changes {
 		c.cur.Adopt(c.new)
 	}
-	users := map[string]string{}
-	for _, u := range cfg.NATS.Users {
-		users[u.User] = u.Password
-	}
-	n.nats.SetAuth(cfg.NATS.AuthToken, users)
+	users, perms := natsUsers(cfg.NATS)
+	n.nats.SetAuth(cfg.NATS.AuthToken, users, perms)
 	restart = append(restart, needRestart(*old, cfg)...)
 	applied := cfg
 	n.applied = &applied

@@ -123,7 +123,7 @@ func redact(cfg config.Config) config.Config {
 	hide(&cfg.Cluster.Secret)
 	users := make([]config.User, len(cfg.NATS.Users))
 	for i, u := range cfg.NATS.Users {
-		users[i] = config.User{User: u.User, Password: "<hidden>"}
+		users[i] = config.User{User: u.User, Password: "<hidden>", Permissions: u.Permissions}
 	}
 	cfg.NATS.Users = users
 	return cfg

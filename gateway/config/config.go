@@ -16,6 +16,7 @@ import (
 
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
+	"edgeq/gateway/natsproto"
 	"edgeq/wal"
 )
 
@@ -119,10 +120,25 @@ type TLS struct {
 // Enabled reports whether the listener does TLS.
 func (t TLS) Enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
 
-// User is one user/password pair for NATS clients.
+// User is one user/password pair for NATS clients, with optional
+// permissions in nats-server's shape (no permissions: everything).
 type User struct {
-	User     string `yaml:"user"`
-	Password string `yaml:"password"`
+	User        string       `yaml:"user"`
+	Password    string       `yaml:"password"`
+	Permissions *Permissions `yaml:"permissions"`
+}
+
+// Permissions are a user's publish and subscribe rules: a subject is
+// allowed when allow is empty or matches it, and deny does not.
+type Permissions struct {
+	Publish   Rules `yaml:"publish"`
+	Subscribe Rules `yaml:"subscribe"`
+}
+
+// Rules are subject patterns (with * and > wildcards).
+type Rules struct {
+	Allow []string `yaml:"allow"`
+	Deny  []string `yaml:"deny"`
 }
 
 // HTTP is the HTTP API listener.
@@ -447,6 +463,18 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 	for i, u := range n.Users {
 		if u.User == "" || u.Password == "" {
 			bad(fmt.Sprintf("nats.users[%d]", i), "user and password are required")
+		}
+		if p := u.Permissions; p != nil {
+			for _, r := range []struct {
+				key      string
+				patterns []string
+			}{{"publish.allow", p.Publish.Allow}, {"publish.deny", p.Publish.Deny}, {"subscribe.allow", p.Subscribe.Allow}, {"subscribe.deny", p.Subscribe.Deny}} {
+				for j, s := range r.patterns {
+					if err := natsproto.CheckFilter(s); err != nil {
+						bad(fmt.Sprintf("nats.users[%d].permissions.%s[%d]", i, r.key, j), "%q: %v", s, err)
+					}
+				}
+			}
 		}
 		if strings.HasPrefix(u.Password, "$2") {
 			// A bcrypt hash, as nats-server accepts (edgeq checks it at CONNECT).

@@ -132,6 +132,7 @@ func TestTLSRequiredBeyondLoopback(t *testing.T) {
 		{"http:\n  tls: {cert_file: c.pem, key_file: k.pem, handshake_first: true}\n", "http.tls.handshake_first"},
 		{"nats:\n  users: [{user: u, password: $2a$10$short}]\n", "nats.users[0].password: looks like a bcrypt hash"},
 		{"nats:\n  max_groups_per_connection: 0\n", "nats.max_groups_per_connection"},
+		{"nats:\n  users: [{user: u, password: p, permissions: {subscribe: {deny: ['a.>.b']}}}]\n", "nats.users[0].permissions.subscribe.deny[0]"},
 	} {
 		if _, err := Load(writeFile(t, c.yaml), nil, Flags{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)

@@ -98,7 +98,7 @@ func richSnapshot(t testing.TB, partitions, groups int) *Snapshot {
 		Tail:     dispatch.TailStats{Subscribers: 2, Delivered: 40, Dropped: 4},
 		NATS: NATSStats{Connections: 12, TotalConnections: 40, Refused: 1, AuthFailures: 2, ProtocolErrors: 3,
 			InMsgs: 90_100, InBytes: 9_001_000, OutMsgs: 180_000, OutBytes: 20_000_000,
-			IngestErrors: 9, BadDevice: 5, BadAcks: 2, SlowConsumers: 1, WriteTimeouts: 2, Stale: 3, TLSFailures: 6, GroupsRefused: 7},
+			IngestErrors: 9, BadDevice: 5, BadAcks: 2, SlowConsumers: 1, WriteTimeouts: 2, Stale: 3, TLSFailures: 6, GroupsRefused: 7, PermViolations: 8},
 		Device: fixtureSamples(t),
 	}
 	for p := range partitions {

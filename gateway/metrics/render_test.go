@@ -128,6 +128,7 @@ func TestRenderValues(t *testing.T) {
 		{k("edgeq_nats_closed_connections_total", "reason", "stale"), 3},
 		{k("edgeq_nats_closed_connections_total", "reason", "tls_handshake"), 6},
 		{k("edgeq_nats_refused_group_creations_total"), 7},
+		{k("edgeq_nats_permission_violations_total"), 8},
 		{k("edgeq_mqtt_unmappable_total", "bridge", "plant", "reason", "bad_json"), 6},
 		{k("edgeq_mqtt_connected", "bridge", "plant"), 1},
 		{k("edgeq_serial_dropped_total", "port", "rs485", "reason", "oversize"), 2},

@@ -118,6 +118,7 @@ type NATSStats struct {
 	SlowConsumers, WriteTimeouts, Stale uint64 // connections closed, by reason
 	TLSFailures                         uint64 // closed: TLS handshake failed
 	GroupsRefused                       uint64 // queue subscribes over max_groups_per_connection
+	PermViolations                      uint64 // publishes and subscribes a user may not make
 }
 
 // Durable is partition p's durable offset in the snapshot (0 when the log

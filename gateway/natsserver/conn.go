@@ -22,6 +22,7 @@ type conn struct {
 	parser *natsproto.Parser
 	opts   natsproto.ConnectOptions
 	authed bool
+	perms  *Permissions // the user's; nil: everything (reader goroutine only)
 
 	mu      sync.Mutex
 	out     []byte // pending output; bound: cfg.MaxPending

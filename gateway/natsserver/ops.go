@@ -31,10 +31,20 @@ func (c *conn) handleOp(op *natsproto.Op) bool {
 		c.pingsOn.Store(0)
 		return true
 	case natsproto.OpSub:
+		if !c.perms.maySubscribe(string(op.Subject)) {
+			c.s.stats.PermViolations.Add(1)
+			c.sendErr(fmt.Sprintf("Permissions Violation for Subscription to %q", op.Subject))
+			break
+		}
 		c.handleSub(op)
 	case natsproto.OpUnsub:
 		c.handleUnsub(op)
 	case natsproto.OpPub, natsproto.OpHPub:
+		if !c.perms.mayPublish(string(op.Subject)) {
+			c.s.stats.PermViolations.Add(1)
+			c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q", op.Subject))
+			break
+		}
 		c.handlePub(op)
 	}
 	if c.opts.Verbose {
@@ -48,7 +58,8 @@ func (c *conn) handleConnect(op *natsproto.Op) bool {
 	if err != nil {
 		return c.protocolError(err)
 	}
-	if !c.s.authenticate(&o) {
+	perms, ok := c.s.authenticate(&o)
+	if !ok {
 		c.s.stats.AuthFailures.Add(1)
 		c.close("authorization violation", errors.New("Authorization Violation"))
 		return false
@@ -57,6 +68,7 @@ func (c *conn) handleConnect(op *natsproto.Op) bool {
 	c.opts = o
 	c.mu.Unlock()
 	c.authed = true
+	c.perms = perms
 	_ = c.nc.SetReadDeadline(timeZero)
 	if o.Verbose {
 		c.write(natsproto.AppendOK(nil))

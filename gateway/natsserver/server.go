@@ -33,7 +33,8 @@ import (
 type Config struct {
 	Listen           string
 	AuthToken        string
-	Users            map[string]string // user -> password
+	Users            map[string]string       // user -> password
+	Perms            map[string]*Permissions // user -> permissions; none: all
 	TelemetryPrefix  string
 	MaxPayload       int
 	MaxControlLine   int
@@ -106,6 +107,7 @@ type Stats struct {
 	BadAcks          atomic.Uint64
 	TLSFailures      atomic.Uint64 // closed: TLS handshake failed (plaintext client, bad or missing certificate)
 	GroupsRefused    atomic.Uint64 // queue subscribes refused: the connection created max_groups_per_connection
+	PermViolations   atomic.Uint64 // publishes and subscribes refused by the user's permissions
 }
 
 // New returns a server; Start listens.
@@ -117,7 +119,7 @@ func New(cfg Config, ingest Ingester, queues *dispatch.Registry, tail *dispatch.
 		conns:    map[uint64]*conn{},
 		refusing: make(chan struct{}, maxRefusing),
 	}
-	s.SetAuth(cfg.AuthToken, cfg.Users)
+	s.SetAuth(cfg.AuthToken, cfg.Users, cfg.Perms)
 	return s
 }
 
@@ -125,12 +127,13 @@ func New(cfg Config, ingest Ingester, queues *dispatch.Registry, tail *dispatch.
 type auth struct {
 	token string
 	users map[string]string
+	perms map[string]*Permissions
 }
 
-// SetAuth replaces the token or users new connections authenticate with
-// (a reload); connected clients stay.
-func (s *Server) SetAuth(token string, users map[string]string) {
-	s.auth.Store(&auth{token: token, users: users})
+// SetAuth replaces the token or users (and their permissions) new
+// connections authenticate with (a reload); connected clients keep theirs.
+func (s *Server) SetAuth(token string, users map[string]string, perms map[string]*Permissions) {
+	s.auth.Store(&auth{token: token, users: users, perms: perms})
 }
 
 // Start listens on cfg.Listen and serves until Shutdown.
@@ -276,17 +279,18 @@ func (s *Server) authRequired() bool {
 }
 
 // authenticate checks CONNECT credentials in constant time; a configured
-// token or password that is a bcrypt hash is checked with bcrypt.
-func (s *Server) authenticate(o *natsproto.ConnectOptions) bool {
+// token or password that is a bcrypt hash is checked with bcrypt. It
+// returns the user's permissions (nil: everything).
+func (s *Server) authenticate(o *natsproto.ConnectOptions) (*Permissions, bool) {
 	a := s.auth.Load()
 	switch {
 	case a.token != "":
-		return secretMatches(o.AuthToken, a.token)
+		return nil, secretMatches(o.AuthToken, a.token)
 	case len(a.users) > 0:
 		want, ok := a.users[o.User]
-		return ok && secretMatches(o.Pass, want)
+		return a.perms[o.User], ok && secretMatches(o.Pass, want)
 	}
-	return true
+	return nil, true
 }
 
 func secretMatches(given, want string) bool {
