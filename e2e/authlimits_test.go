@@ -46,13 +46,8 @@ func TestBcryptPasswords(t *testing.T) {
 func TestQueueGroupsPerConnection(t *testing.T) {
 	n := newNode(t, "nats:\n  max_groups_per_connection: 3\n")
 	n.start()
-	var mu sync.Mutex
-	var asyncErrs []string
-	nc, err := nats.Connect(n.url(), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		mu.Lock()
-		asyncErrs = append(asyncErrs, err.Error())
-		mu.Unlock()
-	}))
+	mu, asyncErrs := new(sync.Mutex), new([]string)
+	nc, err := nats.Connect(n.url(), collectErrors(mu, asyncErrs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +61,11 @@ func TestQueueGroupsPerConnection(t *testing.T) {
 	waitFor(t, "the fourth group refused", 10*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(asyncErrs) == 1
+		return len(*asyncErrs) == 1
 	})
 	mu.Lock()
-	if !strings.Contains(strings.ToLower(asyncErrs[0]), "permissions violation") || !strings.Contains(asyncErrs[0], "max_groups_per_connection") {
-		t.Fatalf("error %q", asyncErrs[0])
+	if !strings.Contains(strings.ToLower((*asyncErrs)[0]), "permissions violation") || !strings.Contains((*asyncErrs)[0], "max_groups_per_connection") {
+		t.Fatalf("error %q", (*asyncErrs)[0])
 	}
 	mu.Unlock()
 	if !nc.IsConnected() {
@@ -98,8 +93,8 @@ func TestQueueGroupsPerConnection(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	mu.Lock()
-	if len(asyncErrs) != 1 {
-		t.Fatalf("joining an existing group refused: %v", asyncErrs)
+	if len(*asyncErrs) != 1 {
+		t.Fatalf("joining an existing group refused: %v", *asyncErrs)
 	}
 	mu.Unlock()
 	_ = sub
@@ -119,13 +114,8 @@ func TestUserPermissions(t *testing.T) {
 		"        subscribe: {allow: ['_INBOX.>'], deny: []}\n"+
 		"    - {user: admin, password: admin-password}\n")
 	n.start()
-	var mu sync.Mutex
-	var errs []string
-	nc, err := nats.Connect(n.url(), nats.UserInfo("sensor", "sensor-password"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		mu.Lock()
-		errs = append(errs, err.Error())
-		mu.Unlock()
-	}))
+	mu, errsp := new(sync.Mutex), new([]string)
+	nc, err := nats.Connect(n.url(), nats.UserInfo("sensor", "sensor-password"), collectErrors(mu, errsp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,10 +130,10 @@ func TestUserPermissions(t *testing.T) {
 	waitFor(t, "three refusals", 10*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(errs) == 3
+		return len(*errsp) == 3
 	})
 	mu.Lock()
-	for _, e := range errs {
+	for _, e := range *errsp {
 		if !strings.Contains(strings.ToLower(e), "permissions violation") {
 			t.Errorf("error %q", e)
 		}
@@ -166,4 +156,13 @@ func TestUserPermissions(t *testing.T) {
 	if v := scrapeMetrics(t, n, "")["edgeq_nats_permission_violations_total"]; v != 3 {
 		t.Fatalf("violations counted: %v", v)
 	}
+}
+
+// collectErrors keeps the asynchronous errors (-ERR) nats.go reports.
+func collectErrors(mu *sync.Mutex, errs *[]string) nats.Option {
+	return nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		mu.Lock()
+		*errs = append(*errs, err.Error())
+		mu.Unlock()
+	})
 }

@@ -126,11 +126,19 @@ type relay struct {
 
 func startRelay(t *testing.T, target string, hook func(dir, idx int, frame []byte) [][]byte) *relay {
 	t.Helper()
+	r := &relay{target: target, hook: hook}
+	r.ln = serveLoopback(t, r.serve)
+	return r
+}
+
+// serveLoopback listens on a loopback port and runs serve for every
+// connection until the test ends.
+func serveLoopback(t *testing.T, serve func(net.Conn)) net.Listener {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &relay{ln: ln, target: target, hook: hook}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -138,10 +146,10 @@ func startRelay(t *testing.T, target string, hook func(dir, idx int, frame []byt
 			if err != nil {
 				return
 			}
-			go r.serve(c)
+			go serve(c)
 		}
 	}()
-	return r
+	return ln
 }
 
 func (r *relay) Addr() string { return r.ln.Addr().String() }
@@ -282,37 +290,23 @@ func (i *injector) Addr() string { return i.ln.Addr().String() }
 
 func startInjector(t *testing.T, target string, forged [][]byte) *injector {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				up, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				go func() { _, _ = io.Copy(up, c) }()
-				if f, err := readRaw(up, true); err == nil { // HELLOACK
-					_, _ = c.Write(f)
-				}
-				for _, f := range forged {
-					time.Sleep(20 * time.Millisecond)
-					_, _ = c.Write(f)
-				}
-				time.Sleep(time.Second)
-			}()
+	return &injector{ln: serveLoopback(t, func(c net.Conn) {
+		defer c.Close()
+		up, err := net.Dial("tcp", target)
+		if err != nil {
+			return
 		}
-	}()
-	return &injector{ln: ln}
+		defer up.Close()
+		go func() { _, _ = io.Copy(up, c) }()
+		if f, err := readRaw(up, true); err == nil { // HELLOACK
+			_, _ = c.Write(f)
+		}
+		for _, f := range forged {
+			time.Sleep(20 * time.Millisecond)
+			_, _ = c.Write(f)
+		}
+		time.Sleep(time.Second)
+	})}
 }
 
 // TestRelayTamperingClosesAndCounts: after an honest handshake, a relay that
