@@ -501,6 +501,8 @@ func printCluster(w io.Writer, st, prev *gateway.Status, r rater) {
 	pe, el, d := c.PeerEvents, c.Election, c.DataPath
 	fmt.Fprintf(w, "\npeers came up %d times, went down %d; refused peers %d, send-queue overflows %d\n",
 		pe.Ups, pe.Downs, c.Refused, pe.SendQueueOverflows)
+	fmt.Fprintf(w, "peer frames refused (tampered) %d; handshakes failed %d, refused as busy %d\n",
+		pe.RefusedFrames, pe.FailedHandshakes, pe.BusyHandshakes)
 	fmt.Fprintf(w, "elections %d, leaderships won %d (handed over %d, deposed %d), take-overs %d; stale coordinators %d, fenced requests %d\n",
 		el.Elections, el.Leaderships, el.HandOvers, el.Deposed, el.TakeOvers, el.StaleCoordinators, d.FencedRequests)
 	fmt.Fprintf(w, "forwards received %d (refused %d), acks relayed %d, remote commits %d (failed %d)\n",
