@@ -31,12 +31,15 @@ group='groups:
 '
 printf '%s' "$group" >"$tmp/plain.yaml"
 printf '%snats:\n  tls: {cert_file: %s, key_file: %s}\n' "$group" "$tmp/cert.pem" "$tmp/key.pem" >"$tmp/tls.yaml"
-declare -A nats http
+declare -A nats http pid
 for n in plain tls; do
   nats[$n]=$(port); http[$n]=$(port)
   $bin run --config "$tmp/$n.yaml" --data "$tmp/data-$n" --node-id "gw-$n" \
     --nats 127.0.0.1:${nats[$n]} --http 127.0.0.1:${http[$n]} --log-level warn &
+  pid[$n]=$!
 done
+# CPU seconds (user + system) of a node so far: both nodes get the same work.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 for n in plain tls; do
   for _ in $(seq 100); do curl -sf http://127.0.0.1:${http[$n]}/readyz >/dev/null && break; sleep 0.1; done
 done
@@ -45,6 +48,7 @@ p1=$(run --server nats://127.0.0.1:${nats[plain]})
 t1=$(run --server tls://127.0.0.1:${nats[tls]} --tlsca "$tmp/ca.pem")
 p2=$(run --server nats://127.0.0.1:${nats[plain]})
 t2=$(run --server tls://127.0.0.1:${nats[tls]} --tlsca "$tmp/ca.pem")
+echo "CPU seconds of the node over both runs: plaintext $(cpu ${pid[plain]}), TLS $(cpu ${pid[tls]})"
 python3 - "$p1" "$t1" "$p2" "$t2" <<'PY'
 import json, sys
 p1, t1, p2, t2 = (json.loads(a) for a in sys.argv[1:5])
