@@ -82,6 +82,8 @@ type node struct {
 	// then reaches its HTTP API there. Empty: the test's own namespace.
 	netns  string
 	client *http.Client
+	// https: the node serves HTTPS (client then trusts its CA).
+	https bool
 }
 
 func newNode(t testing.TB, yaml string, env ...string) *node {
@@ -104,8 +106,13 @@ func newNode(t testing.TB, yaml string, env ...string) *node {
 	return n
 }
 
-func (n *node) url() string     { return fmt.Sprintf("nats://127.0.0.1:%d", n.natsPort) }
-func (n *node) httpURL() string { return fmt.Sprintf("http://127.0.0.1:%d", n.httpPort) }
+func (n *node) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.natsPort) }
+func (n *node) httpURL() string {
+	if n.https {
+		return fmt.Sprintf("https://127.0.0.1:%d", n.httpPort)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", n.httpPort)
+}
 
 // httpClient reaches the node's HTTP API (inside its namespace, if any).
 func (n *node) httpClient() *http.Client {

@@ -41,6 +41,13 @@ type PeerEvents struct {
 	SendQueueOverflows uint64 `json:"send_queue_overflows"`
 	Ups                uint64 `json:"ups"`
 	Downs              uint64 `json:"downs"`
+	// RefusedFrames: sealed peer frames that failed authentication
+	// (altered, injected, dropped, reordered or replayed on the way).
+	RefusedFrames uint64 `json:"refused_frames"`
+	// BusyHandshakes: connections closed unread because too many were in
+	// the handshake; FailedHandshakes: deadline, malformed or oversized.
+	BusyHandshakes   uint64 `json:"busy_handshakes"`
+	FailedHandshakes uint64 `json:"failed_handshakes"`
 }
 
 // ElectionEvents are the election machine's counters, over all groups.
@@ -86,7 +93,8 @@ func clusterStatusOf(cs *cluster.Stats, d groups.Counters) *ClusterStatus {
 	el, m := cs.Election, cs.Manager
 	st := &ClusterStatus{Name: cs.Name, Listen: cs.Listen, Peers: cs.Peers, Unreachable: cs.Unreachable,
 		Leaders: make(map[string]GroupLeader, len(cs.Leaders)), Refused: m.Refused,
-		PeerEvents: PeerEvents{RefusedHandshakes: m.Refused, SendQueueOverflows: m.Overflows, Ups: m.Ups, Downs: m.Downs},
+		PeerEvents: PeerEvents{RefusedHandshakes: m.Refused, SendQueueOverflows: m.Overflows, Ups: m.Ups, Downs: m.Downs,
+			RefusedFrames: m.FramesRefused, BusyHandshakes: m.HandshakesBusy, FailedHandshakes: m.HandshakeFailures},
 		Election: ElectionEvents{Elections: el.Elections, Leaderships: el.Leaderships, TakeOvers: el.TakeOvers,
 			HandOverTimeouts: el.HandOverTimeouts, HandOvers: el.HandOvers, DrainTimeouts: el.DrainTimeouts,
 			Deposed: el.Deposed, StaleCoordinators: el.Stale, Fenced: el.Fenced},

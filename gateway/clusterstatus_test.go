@@ -110,7 +110,7 @@ func TestClusterStatusAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"peer_events": {"refused_handshakes", "send_queue_overflows", "ups", "downs"},
+		"peer_events": {"refused_handshakes", "send_queue_overflows", "ups", "downs", "refused_frames", "busy_handshakes", "failed_handshakes"},
 		"election":    {"elections", "leaderships", "take_overs", "hand_over_timeouts", "hand_overs", "drain_timeouts", "deposed", "stale_coordinators", "fenced"},
 		"data_path":   {"forwards_in", "forwards_refused", "acks_relayed", "remote_commits", "remote_commit_failures", "fenced_requests"},
 	}

@@ -126,6 +126,8 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 		IngestErrors: cs.IngestErrors.Load(), BadDevice: cs.BadDevice.Load(), BadAcks: cs.BadAcks.Load(),
 		SlowConsumers: cs.Closed(natsserver.ClosedSlowConsumer), WriteTimeouts: cs.Closed(natsserver.ClosedWriteTimeout),
 		Stale: cs.Closed(natsserver.ClosedStale), ForeignAcks: cs.ForeignAcks.Load(),
+		TLSFailures: cs.Closed(natsserver.ClosedTLSHandshake), GroupsRefused: cs.GroupsRefused.Load(),
+		PermViolations: cs.PermViolations.Load(),
 	}
 	for _, r := range natsserver.CloseReasons() {
 		s.NATS.Closed = append(s.NATS.Closed, metrics.ReasonCount{Reason: r.String(), N: cs.Closed(r)})

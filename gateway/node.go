@@ -5,6 +5,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"edgeq/gateway/hot"
 	"edgeq/gateway/natsserver"
 	"edgeq/gateway/queue"
+	"edgeq/gateway/tlsconf"
 	"edgeq/wal"
 )
 
@@ -51,6 +53,11 @@ type Node struct {
 	httpSrv *http.Server
 	httpLn  net.Listener
 	events  *console.Hub // the console's snapshot stream (/v1/events)
+	// TLS material of the NATS and HTTP listeners (nil: plaintext);
+	// Reload reads their files again.
+	natsTLS, httpTLS *tlsconf.Store
+	reloadMu         sync.Mutex
+	applied          *config.Config // the last config Reload applied; nil: cfg
 
 	ready    atomic.Bool
 	cancel   context.CancelFunc
@@ -64,6 +71,14 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	natsTLS, err := loadTLS("nats.tls", cfg.NATS.TLS)
+	if err != nil {
+		return nil, err
+	}
+	httpTLS, err := loadTLS("http.tls", cfg.HTTP.TLS)
+	if err != nil {
+		return nil, err
+	}
 	id, err := LoadNodeID(cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return nil, err
@@ -73,7 +88,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, id: id, version: version, logger: logger, log: l, started: time.Now()}
+	n := &Node{cfg: cfg, id: id, version: version, logger: logger, log: l, started: time.Now(), natsTLS: natsTLS, httpTLS: httpTLS}
 	if n.metrics, err = newNodeMetrics(cfg, logger); err != nil {
 		l.Close()
 		return nil, err
@@ -117,19 +132,18 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	if n.cluster != nil {
 		n.cluster.Attach(n.queues)
 	}
-	users := map[string]string{}
-	for _, u := range cfg.NATS.Users {
-		users[u.User] = u.Password
-	}
+	users, perms := natsUsers(cfg.NATS)
 	n.nats = natsserver.New(natsserver.Config{
 		Listen:           cfg.NATS.Listen,
 		AuthToken:        cfg.NATS.AuthToken,
 		Users:            users,
+		Perms:            perms,
 		TelemetryPrefix:  cfg.NATS.TelemetryPrefix,
 		MaxPayload:       int(cfg.NATS.MaxPayload),
 		MaxControlLine:   int(cfg.NATS.MaxControlLine),
 		MaxConnections:   cfg.NATS.MaxConnections,
 		MaxSubscriptions: cfg.NATS.MaxSubscriptions,
+		MaxGroupsPerConn: cfg.NATS.MaxGroupsPerConnection,
 		MaxPending:       int(cfg.NATS.MaxPending),
 		WriteDeadline:    cfg.NATS.WriteDeadline,
 		PingInterval:     cfg.NATS.PingInterval,
@@ -137,6 +151,10 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		AuthTimeout:      cfg.NATS.AuthTimeout,
 		NodeID:           id,
 		Version:          version,
+
+		TLS:               natsTLS,
+		TLSHandshakeFirst: cfg.NATS.TLS.HandshakeFirst,
+		TLSFallback:       cfg.NATS.TLS.HandshakeFirstFallback,
 	}, n.ingest, n.queues, n.tail, logger)
 	for _, sc := range cfg.Serial {
 		p, err := serial.New(sc, n.ingest, logger)
@@ -253,6 +271,10 @@ func (n *Node) Start() error {
 		n.httpSrv = &http.Server{Handler: n.httpHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
 		// Event streams never end by themselves: Shutdown would wait for them.
 		n.httpSrv.RegisterOnShutdown(n.events.Close)
+		if n.httpTLS != nil {
+			n.httpSrv.TLSConfig = n.httpTLS.Config()
+			ln = tls.NewListener(ln, n.httpSrv.TLSConfig)
+		}
 		n.goBackground(func() {
 			if err := n.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				n.logger.Error("http server", "err", err)
@@ -379,4 +401,31 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 		n.logger.Info("stopped", "err", n.stopErr)
 	})
 	return n.stopErr
+}
+
+// loadTLS reads a listener's TLS files; nil when TLS is off.
+func loadTLS(key string, t config.TLS) (*tlsconf.Store, error) {
+	if !t.Enabled() {
+		return nil, nil
+	}
+	s, err := tlsconf.Load(tlsconf.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, Verify: t.Verify})
+	if err != nil {
+		return nil, fmt.Errorf("config: %s: %w", key, err)
+	}
+	return s, nil
+}
+
+// natsUsers maps the configured NATS users to their passwords and permissions.
+func natsUsers(c config.NATS) (map[string]string, map[string]*natsserver.Permissions) {
+	users, perms := map[string]string{}, map[string]*natsserver.Permissions{}
+	for _, u := range c.Users {
+		users[u.User] = u.Password
+		if p := u.Permissions; p != nil {
+			perms[u.User] = &natsserver.Permissions{
+				Publish:   natsserver.Rules{Allow: p.Publish.Allow, Deny: p.Publish.Deny},
+				Subscribe: natsserver.Rules{Allow: p.Subscribe.Allow, Deny: p.Subscribe.Deny},
+			}
+		}
+	}
+	return users, perms
 }

@@ -47,7 +47,7 @@ func TestDebContents(t *testing.T) {
 	}
 	want := map[string]string{ // path -> mode
 		"./usr/bin/edgeq":                    "-rwxr-xr-x",
-		"./etc/edgeq/edgeq.yaml":             "-rw-r--r--",
+		"./etc/edgeq/edgeq.yaml":             "-rw-r-----", // postinst makes it root:edgeq
 		"./lib/systemd/system/edgeq.service": "-rw-r--r--",
 		"./usr/share/doc/edgeq/README.md":    "-rw-r--r--",
 	}
@@ -87,6 +87,9 @@ func TestDebContents(t *testing.T) {
 			t.Errorf("effective config lacks %q", s)
 		}
 	}
+	if body, _ := os.ReadFile(filepath.Join(root, "DEBIAN", "postinst")); !strings.Contains(string(body), "chgrp edgeq /etc/edgeq/edgeq.yaml") || !strings.Contains(string(body), "o-rwx") {
+		t.Errorf("postinst does not make the config root:edgeq 0640:\n%s", body)
+	}
 	// Maintainer scripts never delete data.
 	for _, s := range []string{"postinst", "prerm", "postrm"} {
 		body, _ := os.ReadFile(filepath.Join(root, "DEBIAN", s))
@@ -105,14 +108,13 @@ func TestSystemdUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"User=edgeq", "StateDirectory=edgeq", "ProtectSystem=strict", "NoNewPrivileges=yes",
-		"Restart=on-failure", "LimitNOFILE=", "SupplementaryGroups=dialout", "ExecStart=/usr/bin/edgeq run --config /etc/edgeq/edgeq.yaml"} {
+		"Restart=on-failure", "LimitNOFILE=", "SupplementaryGroups=dialout", "ExecStart=/usr/bin/edgeq run --config /etc/edgeq/edgeq.yaml",
+		"SystemCallFilter=@system-service", "ProtectProc=invisible", "DevicePolicy=closed", "DeviceAllow=char-ttyUSB rw", "ExecReload=/bin/kill -HUP $MAINPID"} {
 		if !strings.Contains(string(unit), s) {
 			t.Errorf("unit lacks %q", s)
 		}
 	}
-	if _, err := exec.LookPath("systemd-analyze"); err != nil {
-		t.Skip("systemd-analyze not available")
-	}
+	requireTool(t, "systemd-analyze") // the exposure score is checked below
 	// verify needs the binary at the unit's path; check a copy pointing at a built one.
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "edgeq")
@@ -133,6 +135,15 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	if len(problems) > 0 {
 		t.Fatalf("systemd-analyze verify (%v):\n%s", err, strings.Join(problems, "\n"))
+	}
+	// Exposure at most 2.0 (the threshold is in tenths); --offline reads the
+	// unit file without a running systemd.
+	out, err = exec.Command("systemd-analyze", "security", "--offline=yes", "--threshold=20", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("systemd-analyze security: exposure above 2.0 (%v):\n%s", err, out)
+	}
+	if m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindSubmatch(out); m != nil {
+		t.Logf("systemd-analyze security: exposure %s", m[1])
 	}
 }
 

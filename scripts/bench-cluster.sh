@@ -6,11 +6,13 @@
 # forwarded to gw-b, whose workers' acks go back to gw-c. A standalone node
 # runs the same bench for comparison. Each setup runs twice: as fast as
 # possible (throughput) and paced at --rate (latency).
+# At the end it prints the CPU seconds the cluster nodes and the standalone
+# node used (a figure a loaded machine disturbs less than rates).
 # Usage: scripts/bench-cluster.sh [--msgs N] [--rate R] [more edgeq bench flags]
+# BENCH_NODE_BIN=path runs another build of the nodes (e.g. an older release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make -s build >/dev/null
-bin=./bin/edgeq
+if [ -n "${BENCH_NODE_BIN:-}" ]; then bin=$BENCH_NODE_BIN; else make -s build >/dev/null; bin=./bin/edgeq; fi
 msgs=100000
 rate=5000
 extra=()
@@ -47,10 +49,14 @@ ${peers}
 EOF
 done
 printf '%s' "$group" >"$tmp/s.yaml"
+declare -A pid
 for n in a b c s; do
   $bin run --config "$tmp/$n.yaml" --data "$tmp/data-$n" --node-id "gw-$n" \
     --nats 127.0.0.1:${nats[$n]} --http 127.0.0.1:${http[$n]} --log-level warn &
+  pid[$n]=$!
 done
+# CPU seconds (user + system) of a node so far.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 for n in a b c s; do
   for _ in $(seq 100); do curl -sf http://127.0.0.1:${http[$n]}/readyz >/dev/null && break; sleep 0.1; done
 done
@@ -67,7 +73,7 @@ sys.exit(0 if st["cluster"]["leaders"].get("telemetry.> bench", {}).get("leader"
   sleep 0.1
 done
 [ $ok = 1 ] || { echo "bench-cluster: no leader elected" >&2; exit 1; }
-run() { $bin bench --json --queue bench --msgs "$1" "${@:2}" "${extra[@]}"; }
+run() { ./bin/edgeq bench --json --queue bench --msgs "$1" "${@:2}" "${extra[@]}"; }
 single=nats://127.0.0.1:${nats[s]}
 data=nats://127.0.0.1:${nats[a]}
 work=nats://127.0.0.1:${nats[b]}
@@ -76,6 +82,7 @@ c_max=$(run "$msgs" --server "$data" --worker-server "$work")
 lat=$(( rate * 6 ))
 s_lat=$(run "$lat" --server "$single" --rate "$rate")
 c_lat=$(run "$lat" --server "$data" --worker-server "$work" --rate "$rate")
+echo "CPU seconds over the run: cluster nodes a $(cpu ${pid[a]}) b $(cpu ${pid[b]}) c $(cpu ${pid[c]}); standalone node $(cpu ${pid[s]})"
 python3 - "$s_max" "$c_max" "$s_lat" "$c_lat" "$rate" <<'PY'
 import json, sys
 s_max, c_max, s_lat, c_lat = (json.loads(a) for a in sys.argv[1:5])

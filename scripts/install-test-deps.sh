@@ -13,6 +13,8 @@ command -v gcc >/dev/null || need+=(gcc) # the race detector uses cgo
 command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static) # firmware tests
 command -v curl >/dev/null || need+=(curl)
 command -v dpkg-deb >/dev/null || need+=(dpkg)
+command -v systemd-analyze >/dev/null || need+=(systemd) # unit verify and security score
+command -v openssl >/dev/null || need+=(openssl)         # scripts/bench-tls.sh
 # mDNS interop tests run avahi (as Raspberry Pi OS does) inside namespaces.
 command -v avahi-daemon >/dev/null || need+=(avahi-daemon)
 command -v avahi-browse >/dev/null || need+=(avahi-utils)

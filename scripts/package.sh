@@ -22,7 +22,9 @@ trap 'rm -rf "$work"' EXIT
 # .deb
 root=$work/deb
 install -D -m 0755 "$bin" "$root/usr/bin/edgeq"
-install -D -m 0644 packaging/edgeq.yaml "$root/etc/edgeq/edgeq.yaml"
+# Tokens, passwords and secrets live in the config: postinst gives it to
+# group edgeq (root:edgeq 0640), which does not exist at build time.
+install -D -m 0640 packaging/edgeq.yaml "$root/etc/edgeq/edgeq.yaml"
 install -D -m 0644 packaging/systemd/edgeq.service "$root/lib/systemd/system/edgeq.service"
 install -D -m 0644 README.md "$root/usr/share/doc/edgeq/README.md"
 install -d -m 0755 "$root/DEBIAN"

@@ -19,6 +19,8 @@ import (
 // clientFlags are the connection flags of pub, sub and bench.
 type clientFlags struct {
 	server, token, user, password, prefix string
+	tlsCA, tlsCert, tlsKey                string
+	tlsFirst                              bool
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
@@ -27,6 +29,10 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.user, "user", "", "user name")
 	fs.StringVar(&c.password, "password", "", "password")
 	fs.StringVar(&c.prefix, "prefix", "telemetry", "telemetry subject prefix")
+	fs.StringVar(&c.tlsCA, "tlsca", os.Getenv("EDGEQ_TLSCA"), "CA file the node's TLS certificate is checked against (also $EDGEQ_TLSCA)")
+	fs.StringVar(&c.tlsCert, "tlscert", "", "client certificate file (nats.tls.verify)")
+	fs.StringVar(&c.tlsKey, "tlskey", "", "client key file")
+	fs.BoolVar(&c.tlsFirst, "tlsfirst", false, "TLS handshake before the server's INFO (nats.tls.handshake_first)")
 }
 
 func (c *clientFlags) connect(name string) (*nats.Conn, error) {
@@ -36,6 +42,15 @@ func (c *clientFlags) connect(name string) (*nats.Conn, error) {
 	}
 	if c.user != "" {
 		opts = append(opts, nats.UserInfo(c.user, c.password))
+	}
+	if c.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(c.tlsCA))
+	}
+	if c.tlsCert != "" || c.tlsKey != "" {
+		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
+	}
+	if c.tlsFirst {
+		opts = append(opts, nats.TLSHandshakeFirst())
 	}
 	return nats.Connect(c.server, opts...)
 }

@@ -47,7 +47,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		stdout.Write(out)
 		return 0
 	}
-	logger := newLogger(stderr, cfg.LogLevel)
+	var level slog.LevelVar
+	level.Set(parseLevel(cfg.LogLevel))
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &level}))
 	node, err := gateway.NewNode(cfg, semver(version, commit), logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
@@ -59,7 +61,16 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		logger.Error("cannot start", "err", err)
 		return 1
 	}
-	s := <-sig
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	var s os.Signal
+	for s == nil {
+		select {
+		case s = <-sig:
+		case <-hup:
+			reload(node, *path, fl, &level, logger)
+		}
+	}
 	logger.Info("signal received: draining (send it again to exit at once)", "signal", s.String())
 	go func() {
 		<-sig
@@ -73,10 +84,31 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func newLogger(w io.Writer, level string) *slog.Logger {
+func parseLevel(level string) slog.Level {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(strings.ToUpper(level)))
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	return l
+}
+
+// reload reads the configuration again (SIGHUP) and applies what can
+// change while running; a config that does not load or apply keeps the
+// one in use, and the log says why.
+func reload(node *gateway.Node, path string, fl config.Flags, level *slog.LevelVar, logger *slog.Logger) {
+	cfg, err := config.Load(path, os.Environ(), fl)
+	if err != nil {
+		logger.Error("reload refused: keeping the configuration in use", "err", err)
+		return
+	}
+	restart, err := node.Reload(cfg)
+	if err != nil {
+		logger.Error("reload refused: keeping the configuration in use", "err", err)
+		return
+	}
+	level.Set(parseLevel(cfg.LogLevel))
+	logger.Info("configuration reloaded: TLS certificates, NATS users and tokens, log level")
+	if len(restart) > 0 {
+		logger.Warn("reload: these changes need a restart and were not applied", "keys", strings.Join(restart, ", "))
+	}
 }
 
 // redact hides secrets in printed configuration.
@@ -91,7 +123,7 @@ func redact(cfg config.Config) config.Config {
 	hide(&cfg.Cluster.Secret)
 	users := make([]config.User, len(cfg.NATS.Users))
 	for i, u := range cfg.NATS.Users {
-		users[i] = config.User{User: u.User, Password: "<hidden>"}
+		users[i] = config.User{User: u.User, Password: "<hidden>", Permissions: u.Permissions}
 	}
 	cfg.NATS.Users = users
 	return cfg

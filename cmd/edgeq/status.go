@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -31,6 +33,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	url := fs.String("http", envOr("EDGEQ_HTTP", "http://127.0.0.1:8222"), "HTTP address of the node (also $EDGEQ_HTTP)")
 	token := fs.String("token", os.Getenv("EDGEQ_HTTP_TOKEN"), "bearer token (also $EDGEQ_HTTP_TOKEN)")
+	tlsCA := fs.String("tlsca", os.Getenv("EDGEQ_TLSCA"), "CA file an https:// node's certificate is checked against (also $EDGEQ_TLSCA)")
 	raw := fs.Bool("json", false, "print the raw JSON")
 	watch := fs.Bool("watch", false, "refresh in place until interrupted; rates (msgs/s, CPU) need two refreshes")
 	interval := fs.Duration("interval", 2*time.Second, "time between refreshes with --watch")
@@ -43,6 +46,15 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	c := statusClient{url: *url, token: *token, client: &http.Client{Timeout: 5 * time.Second}}
+	if *tlsCA != "" {
+		pem, err := os.ReadFile(*tlsCA)
+		pool := x509.NewCertPool()
+		if err != nil || !pool.AppendCertsFromPEM(pem) {
+			fmt.Fprintf(stderr, "edgeq status: --tlsca %s: no PEM certificate (%v)\n", *tlsCA, err)
+			return 2
+		}
+		c.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	}
 	if !*watch {
 		st, body, err := c.fetch()
 		if err != nil {
@@ -489,6 +501,8 @@ func printCluster(w io.Writer, st, prev *gateway.Status, r rater) {
 	pe, el, d := c.PeerEvents, c.Election, c.DataPath
 	fmt.Fprintf(w, "\npeers came up %d times, went down %d; refused peers %d, send-queue overflows %d\n",
 		pe.Ups, pe.Downs, c.Refused, pe.SendQueueOverflows)
+	fmt.Fprintf(w, "peer frames refused (tampered) %d; handshakes failed %d, refused as busy %d\n",
+		pe.RefusedFrames, pe.FailedHandshakes, pe.BusyHandshakes)
 	fmt.Fprintf(w, "elections %d, leaderships won %d (handed over %d, deposed %d), take-overs %d; stale coordinators %d, fenced requests %d\n",
 		el.Elections, el.Leaderships, el.HandOvers, el.Deposed, el.TakeOvers, el.StaleCoordinators, d.FencedRequests)
 	fmt.Fprintf(w, "forwards received %d (refused %d), acks relayed %d, remote commits %d (failed %d)\n",

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -17,23 +18,57 @@ type Identity struct {
 	Secret  []byte // shared cluster secret
 }
 
-// Peer is the authenticated other side of a connection.
+// Peer is the authenticated other side of a connection, with the keys of
+// the link: every frame after the handshake is sealed with them.
 type Peer struct {
 	Node string
+	keys linkKeys
 }
 
 const (
 	nonceLen     = 32
 	maxNameField = 256
+	keyLen       = 32
+	protoLabel   = "edgeq-peer-v2"
 )
 
-// The proofs bind both nonces, both node IDs, the cluster and the role, so a
-// proof can be neither replayed on another connection nor reflected back.
-func proof(secret []byte, role, cluster, dialer, listener string, dialerNonce, listenerNonce []byte) []byte {
-	m := hmac.New(sha256.New, secret)
-	for _, part := range [][]byte{[]byte("edgeq-peer-v1"), []byte(role), []byte(cluster), []byte(dialer), []byte(listener), dialerNonce, listenerNonce} {
-		m.Write(appendField(nil, part))
+// linkKeys are derived from the cluster secret and the handshake. send and
+// recv are this side's direction keys (the dialer's send is the listener's
+// recv), confirm keys the two proofs.
+type linkKeys struct {
+	confirm, send, recv []byte
+}
+
+// deriveKeys is HKDF-SHA256 with the cluster secret as input keying material
+// and a hash of everything the handshake said as salt: both nonces (fresh
+// per connection, so keys never repeat and a recorded session replays into
+// nothing), both node IDs, the cluster and the protocol version.
+func deriveKeys(secret []byte, cluster, dialer, listener string, dialerNonce, listenerNonce []byte, isDialer bool) (linkKeys, error) {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(protoLabel), []byte(cluster), []byte(dialer), []byte(listener), dialerNonce, listenerNonce} {
+		h.Write(appendField(nil, part))
 	}
+	prk, err := hkdf.Extract(sha256.New, secret, h.Sum(nil))
+	if err != nil {
+		return linkKeys{}, fmt.Errorf("cluster: derive keys: %w", err)
+	}
+	var k [3][]byte
+	for i, info := range []string{"confirm", "dialer to listener", "listener to dialer"} {
+		if k[i], err = hkdf.Expand(sha256.New, prk, protoLabel+" "+info, keyLen); err != nil {
+			return linkKeys{}, fmt.Errorf("cluster: derive keys: %w", err)
+		}
+	}
+	if isDialer {
+		return linkKeys{confirm: k[0], send: k[1], recv: k[2]}, nil
+	}
+	return linkKeys{confirm: k[0], send: k[2], recv: k[1]}, nil
+}
+
+// proof is one side's key confirmation: only a holder of the secret who saw
+// both nonces can compute it; the role keeps it from being reflected back.
+func proof(k linkKeys, role string) []byte {
+	m := hmac.New(sha256.New, k.confirm)
+	m.Write([]byte(role))
 	return m.Sum(nil)
 }
 
@@ -85,7 +120,7 @@ func expect(r *Reader, t Type) (Frame, error) {
 		return f, err
 	}
 	if f.Type == TypeRefused {
-		return f, fmt.Errorf("%w: %s", ErrRefused, f.Body)
+		return f, fmt.Errorf("%w: %.200q", ErrRefused, f.Body)
 	}
 	if f.Type != t {
 		return f, fmt.Errorf("%w: %d during the handshake", ErrUnexpected, f.Type)
@@ -95,6 +130,17 @@ func expect(r *Reader, t Type) (Frame, error) {
 
 // Dial runs the dialer's side of the handshake on an open connection (the
 // caller sets deadlines). It returns the authenticated peer.
+//
+//	dialer → listener  HELLO     cluster, node, dialer nonce
+//	listener → dialer  HELLOACK  cluster, node, listener nonce, listener proof
+//	dialer → listener  AUTH      dialer proof
+//	listener → dialer  HEARTBEAT (accepted) or REFUSED
+//
+// Each proof is computed only after its sender saw both nonces, from keys
+// that bind both nonces, both node IDs, the cluster and the secret; every
+// frame after the handshake is sealed with direction keys from the same
+// derivation (seal.go), so a relay that completes the handshake by passing
+// it through can neither read nor inject, drop, reorder or replay a frame.
 func Dial(rw io.ReadWriter, id Identity) (Peer, error) {
 	r := NewReader(rw)
 	myNonce, err := newNonce()
@@ -120,21 +166,25 @@ func Dial(rw io.ReadWriter, id Identity) (Peer, error) {
 		refuse(rw, "same node id")
 		return Peer{}, fmt.Errorf("%w: peer has our own node id %q", ErrAuthFailed, h.node)
 	}
-	want := proof(id.Secret, "listener", id.Cluster, id.Node, h.node, myNonce, h.nonce)
-	if !hmac.Equal(want, h.mac) {
+	k, err := deriveKeys(id.Secret, id.Cluster, id.Node, h.node, myNonce, h.nonce, true)
+	if err != nil {
+		return Peer{}, err
+	}
+	if !hmac.Equal(proof(k, "listener"), h.mac) {
 		refuse(rw, "authentication failed")
 		return Peer{}, fmt.Errorf("%w: listener %q has another secret", ErrAuthFailed, h.node)
 	}
-	mine := proof(id.Secret, "dialer", id.Cluster, id.Node, h.node, myNonce, h.nonce)
-	if err := writeFrame(rw, TypeAuth, appendField(nil, mine)); err != nil {
+	if err := writeFrame(rw, TypeAuth, appendField(nil, proof(k, "dialer"))); err != nil {
 		return Peer{}, err
 	}
-	// The listener answers a heartbeat once it has accepted us, so a refusal
-	// is seen here and not on the first real message.
+	// The listener answers once it has accepted us, so a refusal is seen
+	// here and not on the first real message. This answer is not sealed (a
+	// refusal must be readable); a forged one gains nothing, as everything
+	// after it is.
 	if _, err := expect(r, TypeHeartbeat); err != nil {
 		return Peer{}, err
 	}
-	return Peer{Node: h.node}, nil
+	return Peer{Node: h.node, keys: k}, nil
 }
 
 // Accept runs the listener's side of the handshake. A refused dialer is told
@@ -162,8 +212,11 @@ func Accept(rw io.ReadWriter, id Identity) (Peer, error) {
 	if err != nil {
 		return Peer{}, err
 	}
-	mine := proof(id.Secret, "listener", id.Cluster, h.node, id.Node, h.nonce, myNonce)
-	if err := writeFrame(rw, TypeHelloAck, hello(id.Cluster, id.Node, myNonce, mine)); err != nil {
+	k, err := deriveKeys(id.Secret, id.Cluster, h.node, id.Node, h.nonce, myNonce, false)
+	if err != nil {
+		return Peer{}, err
+	}
+	if err := writeFrame(rw, TypeHelloAck, hello(id.Cluster, id.Node, myNonce, proof(k, "listener"))); err != nil {
 		return Peer{}, err
 	}
 	f, err = expect(r, TypeAuth)
@@ -172,15 +225,14 @@ func Accept(rw io.ReadWriter, id Identity) (Peer, error) {
 	}
 	fl := fields{b: f.Body}
 	theirs := fl.next(sha256.Size)
-	want := proof(id.Secret, "dialer", id.Cluster, h.node, id.Node, h.nonce, myNonce)
-	if fl.err != nil || !hmac.Equal(want, theirs) {
+	if fl.err != nil || !hmac.Equal(proof(k, "dialer"), theirs) {
 		refuse(rw, "authentication failed")
 		return Peer{}, fmt.Errorf("%w: dialer %q has another secret", ErrAuthFailed, h.node)
 	}
 	if err := writeFrame(rw, TypeHeartbeat, nil); err != nil {
 		return Peer{}, err
 	}
-	return Peer{Node: h.node}, nil
+	return Peer{Node: h.node, keys: k}, nil
 }
 
 // IsRefusal reports whether err is the peer or us refusing the connection for

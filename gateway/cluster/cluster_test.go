@@ -10,7 +10,7 @@ import (
 
 func TestFrameRoundTripAndLimits(t *testing.T) {
 	var stream []byte
-	bodies := [][]byte{nil, []byte("x"), bytes.Repeat([]byte{7}, 70000)}
+	bodies := [][]byte{nil, []byte("x"), bytes.Repeat([]byte{7}, MaxHandshakeFrame)}
 	for i, b := range bodies {
 		stream = AppendFrame(stream, Type(i+5), b)
 	}
@@ -36,7 +36,9 @@ func TestFrameRoundTripAndLimits(t *testing.T) {
 		{"magic", []byte("GET / HTTP/1.1\r\n"), ErrBadMagic},
 		{"type 0", AppendFrame(nil, 0, nil), ErrUnknownType},
 		{"type 200", AppendFrame(nil, 200, nil), ErrUnknownType},
-		{"too big", append([]byte("EQP1\x05"), 0xff, 0xff, 0xff, 0xff), ErrFrameTooBig},
+		{"too big", append([]byte("EQP2\x05"), 0xff, 0xff, 0xff, 0xff), ErrFrameTooBig},
+		{"too big before auth", append([]byte("EQP2\x01"), 0, 0, 0x10, 0x01), ErrFrameTooBig},
+		{"old protocol", []byte("EQP1\x01\x00\x00\x00\x00"), ErrBadMagic},
 		{"short body", AppendFrame(nil, TypeHeartbeat, []byte("abc"))[:10], ErrTruncated},
 	}
 	for _, c := range bad {
@@ -111,20 +113,38 @@ func TestHandshake(t *testing.T) {
 	}
 }
 
-func TestProofBindsEverything(t *testing.T) {
+func TestKeysBindEverything(t *testing.T) {
 	s := []byte("s")
 	n1, n2 := bytes.Repeat([]byte{1}, nonceLen), bytes.Repeat([]byte{2}, nonceLen)
-	base := proof(s, "dialer", "c", "a", "b", n1, n2)
-	variants := [][]byte{
-		proof(s, "listener", "c", "a", "b", n1, n2), // reflection
-		proof(s, "dialer", "c2", "a", "b", n1, n2),
-		proof(s, "dialer", "c", "b", "a", n1, n2),
-		proof(s, "dialer", "c", "a", "b", n2, n1), // replay with other nonces
-		proof([]byte("t"), "dialer", "c", "a", "b", n1, n2),
+	k := func(secret []byte, c, d, l string, nd, nl []byte) linkKeys {
+		t.Helper()
+		keys, err := deriveKeys(secret, c, d, l, nd, nl, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+	base := k(s, "c", "a", "b", n1, n2)
+	lst, err := deriveKeys(s, "c", "a", "b", n1, n2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(base.send, lst.recv) || !bytes.Equal(base.recv, lst.send) || bytes.Equal(base.send, base.recv) {
+		t.Fatal("direction keys do not pair up, or both directions share a key")
+	}
+	if bytes.Equal(proof(base, "dialer"), proof(base, "listener")) {
+		t.Fatal("a proof can be reflected")
+	}
+	variants := []linkKeys{
+		k(s, "c2", "a", "b", n1, n2),
+		k(s, "c", "b", "a", n1, n2),
+		k(s, "c", "a", "b", n2, n1), // replay with other nonces
+		k(s, "c", "a", "b", n1, n1),
+		k([]byte("t"), "c", "a", "b", n1, n2),
 	}
 	for i, v := range variants {
-		if bytes.Equal(v, base) {
-			t.Fatalf("variant %d gives the same proof", i)
+		if bytes.Equal(v.send, base.send) || bytes.Equal(v.recv, base.recv) || bytes.Equal(proof(v, "dialer"), proof(base, "dialer")) {
+			t.Fatalf("variant %d gives the same keys", i)
 		}
 	}
 }
@@ -132,14 +152,14 @@ func TestProofBindsEverything(t *testing.T) {
 func FuzzDecodeFrame(f *testing.F) {
 	f.Add(AppendFrame(nil, TypeHello, hello("c", "n", make([]byte, nonceLen), nil)))
 	f.Add(AppendFrame(nil, TypeHeartbeat, nil))
-	f.Add([]byte("EQP1"))
-	f.Add([]byte("EQP1\x0b\x00\x00\x00\x05abc"))
+	f.Add([]byte("EQP2"))
+	f.Add([]byte("EQP2\x0b\x00\x00\x00\x05abc"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, n, err := DecodeFrame(b)
 		if err != nil {
 			return
 		}
-		if n > len(b) || len(fr.Body) > MaxFrame || n != frameHeaderLen+len(fr.Body) {
+		if n > len(b) || len(fr.Body) > MaxHandshakeFrame || n != frameHeaderLen+len(fr.Body) {
 			t.Fatalf("decoded %d of %d bytes, body %d", n, len(b), len(fr.Body))
 		}
 		if !bytes.Equal(AppendFrame(nil, fr.Type, fr.Body), b[:n]) {

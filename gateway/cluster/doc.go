@@ -1,8 +1,9 @@
 // Package cluster is everything between edgeq gateways of one LAN:
 //
 //   - the peer protocol: framing (frame.go), mutual authentication with the
-//     cluster secret (auth.go), one connection per peer pair with
-//     heartbeats, bounded send queues and dialing (peers.go, Manager);
+//     cluster secret (auth.go), every frame sealed with keys bound to the
+//     handshake (seal.go), one connection per peer pair with heartbeats,
+//     bounded send queues, pre-auth limits and dialing (peers.go, Manager);
 //   - the election of a leader per queue group over those connections
 //     (elector.go, around the pure machine in discovery/election);
 //   - the data path (link.go): the registry's groups.Peers — positions,

@@ -7,16 +7,23 @@ import (
 	"io"
 )
 
-// Frame layout: 4 bytes "EQP1" (magic and protocol version), 1 byte type,
-// 4 bytes big-endian body length, body. Frames are bounded by MaxFrame.
+// Handshake frame layout: 4 bytes "EQP2" (magic and protocol version), 1
+// byte type, 4 bytes big-endian body length, body. Handshake frames are
+// bounded by MaxHandshakeFrame; the frames after it are sealed (seal.go) and
+// bounded by MaxFrame.
 const (
 	frameHeaderLen = 9
 	// MaxFrame is the largest frame body accepted (a FETCH answer is the
 	// biggest: read-ahead bytes plus framing).
 	MaxFrame = 8 << 20
+	// MaxHandshakeFrame bounds a frame before authentication: nothing
+	// larger is allocated for a peer that has not proven anything.
+	MaxHandshakeFrame = 4 << 10
 )
 
-var frameMagic = [4]byte{'E', 'Q', 'P', '1'}
+// EQP1 was the unencrypted protocol: its nodes are refused as "bad magic or
+// protocol version".
+var frameMagic = [4]byte{'E', 'Q', 'P', '2'}
 
 // Type says what a frame carries.
 type Type uint8
@@ -85,8 +92,8 @@ func DecodeFrame(b []byte) (Frame, int, error) {
 		return Frame{}, 0, fmt.Errorf("%w: %d", ErrUnknownType, t)
 	}
 	n := binary.BigEndian.Uint32(b[5:9])
-	if n > MaxFrame {
-		return Frame{}, 0, fmt.Errorf("%w: %d bytes (max %d)", ErrFrameTooBig, n, MaxFrame)
+	if n > MaxHandshakeFrame {
+		return Frame{}, 0, fmt.Errorf("%w: %d bytes before authentication (max %d)", ErrFrameTooBig, n, MaxHandshakeFrame)
 	}
 	if len(b)-frameHeaderLen < int(n) {
 		return Frame{}, 0, ErrTruncated
@@ -104,7 +111,9 @@ func matchesMagicPrefix(b []byte) bool {
 	return true
 }
 
-// Reader reads frames from a stream with a reused, bounded buffer.
+// Reader reads handshake frames from a stream into a reused buffer of at
+// most MaxHandshakeFrame bytes; it never reads past the frame it returns,
+// so the sealed frames after the handshake are left on the stream.
 type Reader struct {
 	r   io.Reader
 	buf []byte
@@ -135,9 +144,6 @@ func (fr *Reader) Read() (Frame, error) {
 		return Frame{}, err
 	}
 	f.Type, f.Body = Type(fr.hdr[4]), fr.buf
-	if cap(fr.buf) > 1<<20 && n < 64<<10 {
-		fr.buf = nil // a burst grew the buffer: let it go
-	}
 	return f, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -42,7 +43,7 @@ func NewNode(cfg config.Config, id, version string, partitions int, logger *slog
 	cl := cfg.Cluster
 	secret := []byte(cl.Secret)
 	if cl.SecretFile != "" {
-		b, err := os.ReadFile(cl.SecretFile)
+		b, err := readSecretFile(cl.SecretFile)
 		if err != nil {
 			return nil, fmt.Errorf("cluster.secret_file: %w", err)
 		}
@@ -337,4 +338,22 @@ func (c *Stats) DownPeers() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// readSecretFile reads a secret that only its owner may read or write: a
+// group- or world-accessible file is refused, as ssh refuses such keys.
+func readSecretFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if m := st.Mode().Perm(); m&0o077 != 0 {
+		return nil, fmt.Errorf("%s has mode %04o, readable or writable by group or others: chmod 0600 it (owned by the service user)", path, m)
+	}
+	return io.ReadAll(io.LimitReader(f, 64<<10))
 }

@@ -65,7 +65,12 @@ type ManagerConfig struct {
 	// WriteTimeout closes a connection whose writes stall this long (default
 	// the failure timeout, at least 5s).
 	WriteTimeout time.Duration
-	Logger       *slog.Logger
+	// MaxHandshakes bounds the accepted connections still in the handshake
+	// (default 16); more are closed at once and counted. HandshakeTimeout
+	// is the deadline of each (default the failure timeout).
+	MaxHandshakes    int
+	HandshakeTimeout time.Duration
+	Logger           *slog.Logger
 }
 
 func (c *ManagerConfig) defaults() error {
@@ -86,6 +91,12 @@ func (c *ManagerConfig) defaults() error {
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = max(c.FailureTimeout, 5*time.Second)
+	}
+	if c.MaxHandshakes <= 0 {
+		c.MaxHandshakes = 16
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = c.FailureTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -123,6 +134,16 @@ type Counters struct {
 	Overflows uint64 // connections closed because their send queue was full
 	Ups       uint64 // peers that came up
 	Downs     uint64 // peers that went down
+	// FramesRefused: sealed frames that failed authentication (altered,
+	// injected, dropped, reordered or replayed); each closed its connection.
+	FramesRefused uint64
+	// HandshakesBusy: connections closed unread because MaxHandshakes were
+	// in progress; HandshakeFailures: handshakes that failed for another
+	// reason than a refusal (deadline, malformed or oversized frame, EOF).
+	HandshakesBusy    uint64
+	HandshakeFailures uint64
+	// Handshaking is the number of accepted connections in the handshake now.
+	Handshaking int
 }
 
 // Manager keeps one authenticated connection per peer pair, with heartbeats
@@ -141,6 +162,10 @@ type Manager struct {
 
 	refused   atomic.Uint64
 	overflows atomic.Uint64
+	badFrames atomic.Uint64
+	hsBusy    atomic.Uint64
+	hsFailed  atomic.Uint64
+	hsSlots   chan struct{} // one per accepted connection in the handshake; cap MaxHandshakes
 	ups       atomic.Uint64
 	downs     atomic.Uint64
 	wg        sync.WaitGroup
@@ -157,6 +182,7 @@ type peerConn struct {
 	priority   atomic.Int64
 	partitions atomic.Int64
 	c          net.Conn
+	keys       linkKeys
 	lastSeen   atomic.Int64
 	closed     atomic.Bool
 	up         atomic.Bool // its first heartbeat arrived
@@ -171,8 +197,8 @@ type peerConn struct {
 	framesOut, framesIn, bytesOut, bytesIn atomic.Uint64
 }
 
-func newPeerConn(node, addr string, dialed bool, c net.Conn) *peerConn {
-	return &peerConn{node: node, addr: addr, dialed: dialed, c: c, since: time.Now(),
+func newPeerConn(p Peer, addr string, dialed bool, c net.Conn) *peerConn {
+	return &peerConn{node: p.Node, keys: p.keys, addr: addr, dialed: dialed, c: c, since: time.Now(),
 		room: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
@@ -181,7 +207,8 @@ func NewManager(cfg ManagerConfig, h Handler) (*Manager, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	m := &Manager{cfg: cfg, handler: h, conns: map[string]*peerConn{}, addrs: map[string]bool{}, addrNode: map[string]string{}, dialWake: make(chan struct{}, 1)}
+	m := &Manager{cfg: cfg, handler: h, conns: map[string]*peerConn{}, addrs: map[string]bool{}, addrNode: map[string]string{}, dialWake: make(chan struct{}, 1),
+		hsSlots: make(chan struct{}, cfg.MaxHandshakes)}
 	for _, a := range cfg.Peers {
 		m.AddAddr(a)
 	}
@@ -193,7 +220,9 @@ func (m *Manager) Refused() uint64 { return m.refused.Load() }
 
 // Counters returns the manager's totals.
 func (m *Manager) Counters() Counters {
-	return Counters{Refused: m.refused.Load(), Overflows: m.overflows.Load(), Ups: m.ups.Load(), Downs: m.downs.Load()}
+	return Counters{Refused: m.refused.Load(), Overflows: m.overflows.Load(), Ups: m.ups.Load(), Downs: m.downs.Load(),
+		FramesRefused: m.badFrames.Load(), HandshakesBusy: m.hsBusy.Load(), HandshakeFailures: m.hsFailed.Load(),
+		Handshaking: len(m.hsSlots)}
 }
 
 // Addr is the listener's address.
@@ -302,18 +331,29 @@ func (m *Manager) acceptLoop(ctx context.Context) {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
+		// Before authentication a connection costs a goroutine and at most
+		// MaxHandshakeFrame bytes, for at most HandshakeTimeout, and only
+		// MaxHandshakes of them at once: the rest are closed unread.
+		select {
+		case m.hsSlots <- struct{}{}:
+		default:
+			m.hsBusy.Add(1)
+			c.Close()
+			continue
+		}
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
-			_ = c.SetDeadline(time.Now().Add(m.cfg.FailureTimeout))
+			_ = c.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
 			p, err := Accept(c, m.cfg.Identity)
+			<-m.hsSlots
 			if err != nil {
 				m.handshakeFailed(c.RemoteAddr().String(), err)
 				c.Close()
 				return
 			}
 			_ = c.SetDeadline(time.Time{})
-			m.serve(ctx, newPeerConn(p.Node, c.RemoteAddr().String(), false, c))
+			m.serve(ctx, newPeerConn(p, c.RemoteAddr().String(), false, c))
 		}()
 	}
 }
@@ -358,7 +398,7 @@ func (m *Manager) dial(ctx context.Context, addr string) {
 	if err != nil {
 		return // not reachable now; the next round tries again
 	}
-	_ = c.SetDeadline(time.Now().Add(m.cfg.FailureTimeout))
+	_ = c.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
 	p, err := Dial(c, m.cfg.Identity)
 	if err != nil {
 		m.handshakeFailed(addr, err)
@@ -374,7 +414,7 @@ func (m *Manager) dial(ctx context.Context, addr string) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.serve(ctx, newPeerConn(p.Node, addr, true, c))
+		m.serve(ctx, newPeerConn(p, addr, true, c))
 	}()
 }
 
@@ -384,6 +424,7 @@ func (m *Manager) handshakeFailed(addr string, err error) {
 		m.cfg.Logger.Warn("peer refused", "addr", addr, "err", err)
 		return
 	}
+	m.hsFailed.Add(1)
 	m.cfg.Logger.Debug("peer handshake failed", "addr", addr, "err", err)
 }
 
@@ -425,7 +466,17 @@ func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 	m.conns[pc.node] = pc
 	m.mu.Unlock()
 	pc.lastSeen.Store(time.Now().UnixNano())
-	go m.writeLoop(pc)
+	seal, err := newSealer(pc.keys.send)
+	if err != nil {
+		_ = m.drop(pc)
+		return
+	}
+	r, err := newOpener(pc.c, pc.keys.recv)
+	if err != nil {
+		_ = m.drop(pc)
+		return
+	}
+	go m.writeLoop(pc, seal)
 	// The first heartbeat says who we are: priority, partitions.
 	first := binary.AppendVarint(nil, int64(m.cfg.Priority))
 	first = binary.AppendUvarint(first, uint64(m.cfg.Partitions))
@@ -445,17 +496,20 @@ func (m *Manager) serve(ctx context.Context, pc *peerConn) {
 		}
 	}
 	go m.heartbeat(ctx, pc)
-	r := NewReader(pc.c)
 	up := false
 	for {
 		_ = pc.c.SetReadDeadline(time.Now().Add(m.cfg.FailureTimeout))
-		f, err := r.Read()
+		f, size, err := r.Read()
 		if err != nil {
+			if isTampering(err) {
+				m.badFrames.Add(1)
+				m.cfg.Logger.Warn("peer frame refused: closing the connection", "node", pc.node, "addr", pc.addr, "err", err)
+			}
 			break
 		}
 		pc.lastSeen.Store(time.Now().UnixNano())
 		pc.framesIn.Add(1)
-		pc.bytesIn.Add(uint64(frameHeaderLen + len(f.Body)))
+		pc.bytesIn.Add(uint64(size))
 		switch f.Type {
 		case TypeHeartbeat:
 			if !up {
@@ -598,7 +652,7 @@ var errPeerGone = errors.New("cluster: peer connection closed")
 // waits while the queue is more than half full, leaving the rest to
 // heartbeats, election messages and deliveries.
 func (m *Manager) enqueue(ctx context.Context, pc *peerConn, t Type, body []byte, wait bool) error {
-	n := frameHeaderLen + len(body)
+	n := queuedLen(body)
 	limit := m.cfg.MaxQueued
 	if wait {
 		limit /= 2
@@ -610,7 +664,7 @@ func (m *Manager) enqueue(ctx context.Context, pc *peerConn, t Type, body []byte
 			return errPeerGone
 		}
 		if len(pc.queued)+n <= limit || len(pc.queued) == 0 {
-			pc.queued = AppendFrame(pc.queued, t, body)
+			pc.queued = appendQueued(pc.queued, t, body)
 			pc.nqueued++
 			pc.qmu.Unlock()
 			select {
@@ -637,8 +691,10 @@ func (m *Manager) enqueue(ctx context.Context, pc *peerConn, t Type, body []byte
 	}
 }
 
-// writeLoop writes queued frames until the connection ends.
-func (m *Manager) writeLoop(pc *peerConn) {
+// writeLoop seals and writes queued frames until the connection ends. The
+// queue holds frames unsealed, so a replacement connection can take over
+// what an old one had not written and seal it with its own keys.
+func (m *Manager) writeLoop(pc *peerConn, seal *sealer) {
 	var spare []byte
 	for {
 		select {
@@ -656,6 +712,11 @@ func (m *Manager) writeLoop(pc *peerConn) {
 		if len(buf) == 0 {
 			spare = buf
 			continue
+		}
+		if err := seal.sealAll(buf); err != nil {
+			m.cfg.Logger.Error("peer frames not sealed: closing the connection", "node", pc.node, "err", err)
+			pc.c.Close()
+			return
 		}
 		_ = pc.c.SetWriteDeadline(time.Now().Add(m.cfg.WriteTimeout))
 		if _, err := pc.c.Write(buf); err != nil {

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/bcrypt"
 
 	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
+	"edgeq/gateway/natsproto"
 	"edgeq/wal"
 )
 
@@ -97,6 +99,9 @@ type NATS struct {
 	MaxConnections int `yaml:"max_connections"`
 	// MaxSubscriptions bounds subscriptions per connection (default 1024).
 	MaxSubscriptions int `yaml:"max_subscriptions"`
+	// MaxGroupsPerConnection bounds the queue groups one connection's
+	// subscribes may create (default 8); joining existing groups is free.
+	MaxGroupsPerConnection int `yaml:"max_groups_per_connection"`
 	// MaxPending is the output a slow connection may have queued before it is
 	// closed as a slow consumer (default 8MiB).
 	MaxPending ByteSize `yaml:"max_pending"`
@@ -108,12 +113,49 @@ type NATS struct {
 	MaxPingsOut  int           `yaml:"max_pings_out"`
 	// AuthTimeout is how long a new connection has to send CONNECT (default 5s).
 	AuthTimeout time.Duration `yaml:"auth_timeout"`
+	// TLS, when cert_file is set, is required of every client.
+	TLS TLS `yaml:"tls"`
+	// AllowPlaintext lets listen be beyond loopback without TLS.
+	AllowPlaintext bool `yaml:"allow_plaintext"`
 }
 
-// User is one user/password pair for NATS clients.
+// TLS is a listener's TLS (1.2 or later). The files are read again on
+// reload, so a renewed certificate needs no restart.
+type TLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// CAFile verifies client certificates; Verify requires one.
+	CAFile string `yaml:"ca_file"`
+	Verify bool   `yaml:"verify"`
+	// HandshakeFirst (NATS only): clients start TLS before INFO, as with
+	// nats.go's TLSHandshakeFirst. With HandshakeFirstFallback, a client
+	// that sends nothing for that long gets INFO first and upgrades after.
+	HandshakeFirst         bool          `yaml:"handshake_first"`
+	HandshakeFirstFallback time.Duration `yaml:"handshake_first_fallback"`
+}
+
+// Enabled reports whether the listener does TLS.
+func (t TLS) Enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
+
+// User is one user/password pair for NATS clients, with optional
+// permissions in nats-server's shape (no permissions: everything).
 type User struct {
-	User     string `yaml:"user"`
-	Password string `yaml:"password"`
+	User        string       `yaml:"user"`
+	Password    string       `yaml:"password"`
+	Permissions *Permissions `yaml:"permissions"`
+}
+
+// Permissions are a user's publish and subscribe rules: a subject is
+// allowed when allow is empty or matches it, and deny does not.
+type Permissions struct {
+	Publish   Rules `yaml:"publish"`
+	Subscribe Rules `yaml:"subscribe"`
+}
+
+// Rules are subject patterns (with * and > wildcards).
+type Rules struct {
+	Allow []string `yaml:"allow"`
+	Deny  []string `yaml:"deny"`
 }
 
 // HTTP is the HTTP API listener.
@@ -131,6 +173,10 @@ type HTTP struct {
 	EventsInterval time.Duration `yaml:"events_interval"`
 	// MaxEventStreams bounds the open /v1/events streams (default 8).
 	MaxEventStreams int `yaml:"max_event_streams"`
+	// TLS serves HTTPS when cert_file is set.
+	TLS TLS `yaml:"tls"`
+	// AllowPlaintext lets listen be beyond loopback without TLS.
+	AllowPlaintext bool `yaml:"allow_plaintext"`
 }
 
 // WAL configures the telemetry log; see wal.Options for the meaning.
@@ -247,17 +293,18 @@ func Default() Config {
 		LogLevel:        "info",
 		ShutdownTimeout: 10 * time.Second,
 		NATS: NATS{
-			Listen:           "127.0.0.1:4222",
-			TelemetryPrefix:  "telemetry",
-			MaxPayload:       1 << 20,
-			MaxControlLine:   4096,
-			MaxConnections:   1024,
-			MaxSubscriptions: 1024,
-			MaxPending:       8 << 20,
-			WriteDeadline:    5 * time.Second,
-			PingInterval:     20 * time.Second,
-			MaxPingsOut:      3,
-			AuthTimeout:      5 * time.Second,
+			Listen:                 "127.0.0.1:4222",
+			TelemetryPrefix:        "telemetry",
+			MaxPayload:             1 << 20,
+			MaxControlLine:         4096,
+			MaxConnections:         1024,
+			MaxSubscriptions:       1024,
+			MaxGroupsPerConnection: 8,
+			MaxPending:             8 << 20,
+			WriteDeadline:          5 * time.Second,
+			PingInterval:           20 * time.Second,
+			MaxPingsOut:            3,
+			AuthTimeout:            5 * time.Second,
 		},
 		HTTP: HTTP{Listen: "127.0.0.1:8222", Console: true, EventsInterval: time.Second, MaxEventStreams: 8},
 		WAL: WAL{
@@ -327,6 +374,12 @@ func (c *Config) Validate() error {
 			bad("http.listen", "%v", err)
 		} else if !isLoopback(c.HTTP.Listen) && c.HTTP.Token == "" {
 			bad("http.listen", "%q is beyond loopback: set http.token", c.HTTP.Listen)
+		} else if !isLoopback(c.HTTP.Listen) && !c.HTTP.TLS.Enabled() && !c.HTTP.AllowPlaintext {
+			bad("http.listen", "%q is beyond loopback without TLS: set http.tls.cert_file and http.tls.key_file, or http.allow_plaintext: true", c.HTTP.Listen)
+		}
+		validateTLS("http.tls", c.HTTP.TLS, bad)
+		if c.HTTP.TLS.HandshakeFirst || c.HTTP.TLS.HandshakeFirstFallback != 0 {
+			bad("http.tls.handshake_first", "only for nats.tls")
 		}
 	}
 	if c.HTTP.EventsInterval < 250*time.Millisecond || c.HTTP.EventsInterval > time.Minute {
@@ -459,10 +512,37 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 		bad("nats.listen", "%v", err)
 	} else if !isLoopback(n.Listen) && n.AuthToken == "" && len(n.Users) == 0 {
 		bad("nats.listen", "%q is beyond loopback: set nats.auth_token or nats.users", n.Listen)
+	} else if !isLoopback(n.Listen) && !n.TLS.Enabled() && !n.AllowPlaintext {
+		bad("nats.listen", "%q is beyond loopback without TLS: set nats.tls.cert_file and nats.tls.key_file, or nats.allow_plaintext: true", n.Listen)
+	}
+	if !isLoopback(n.Listen) && n.AuthToken != "" && len(n.AuthToken) < MinTokenLen {
+		bad("nats.auth_token", "%d characters beyond loopback, want at least %d", len(n.AuthToken), MinTokenLen)
+	}
+	validateTLS("nats.tls", n.TLS, bad)
+	if n.TLS.HandshakeFirstFallback < 0 || n.TLS.HandshakeFirstFallback > 0 && !n.TLS.HandshakeFirst {
+		bad("nats.tls.handshake_first_fallback", "%v, want > 0 and handshake_first: true", n.TLS.HandshakeFirstFallback)
 	}
 	for i, u := range n.Users {
 		if u.User == "" || u.Password == "" {
 			bad(fmt.Sprintf("nats.users[%d]", i), "user and password are required")
+		}
+		if p := u.Permissions; p != nil {
+			for _, r := range []struct {
+				key      string
+				patterns []string
+			}{{"publish.allow", p.Publish.Allow}, {"publish.deny", p.Publish.Deny}, {"subscribe.allow", p.Subscribe.Allow}, {"subscribe.deny", p.Subscribe.Deny}} {
+				for j, s := range r.patterns {
+					if err := natsproto.CheckFilter(s); err != nil {
+						bad(fmt.Sprintf("nats.users[%d].permissions.%s[%d]", i, r.key, j), "%q: %v", s, err)
+					}
+				}
+			}
+		}
+		if strings.HasPrefix(u.Password, "$2") {
+			// A bcrypt hash, as nats-server accepts (edgeq checks it at CONNECT).
+			if _, err := bcrypt.Cost([]byte(u.Password)); err != nil {
+				bad(fmt.Sprintf("nats.users[%d].password", i), "looks like a bcrypt hash but is not one: %v", err)
+			}
 		}
 	}
 	if n.AuthToken != "" && len(n.Users) > 0 {
@@ -482,6 +562,9 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 	}
 	if n.MaxSubscriptions < 1 {
 		bad("nats.max_subscriptions", "%d, want >= 1", n.MaxSubscriptions)
+	}
+	if n.MaxGroupsPerConnection < 1 {
+		bad("nats.max_groups_per_connection", "%d, want >= 1", n.MaxGroupsPerConnection)
 	}
 	if n.MaxPending < n.MaxPayload {
 		bad("nats.max_pending", "%d, want >= max_payload (%d)", n.MaxPending, n.MaxPayload)
@@ -548,6 +631,25 @@ func checkHostPort(addr string) error {
 		return fmt.Errorf("%q: no port", addr)
 	}
 	return nil
+}
+
+// MinTokenLen is the shortest nats.auth_token accepted beyond loopback.
+const MinTokenLen = 16
+
+// validateTLS checks a listener's TLS keys (the files are read at start).
+func validateTLS(key string, t TLS, bad func(key, format string, args ...any)) {
+	switch {
+	case !t.Enabled():
+		if t.CAFile != "" || t.Verify || t.HandshakeFirst {
+			bad(key, "ca_file, verify and handshake_first need cert_file and key_file")
+		}
+	case t.CertFile == "":
+		bad(key+".cert_file", "required with key_file")
+	case t.KeyFile == "":
+		bad(key+".key_file", "required with cert_file")
+	case t.Verify && t.CAFile == "":
+		bad(key+".ca_file", "required with verify: true")
+	}
 }
 
 // isLoopback reports whether addr listens on loopback only.

@@ -113,9 +113,35 @@ func TestRejectsWithKeyNames(t *testing.T) {
 }
 
 func TestAuthAllowsNonLoopback(t *testing.T) {
-	path := writeFile(t, "nats:\n  listen: 0.0.0.0:4222\n  auth_token: s3cret\nhttp:\n  listen: 0.0.0.0:8222\n  token: t\n")
-	if _, err := Load(path, nil, Flags{}); err != nil {
-		t.Fatal(err)
+	for _, c := range []string{
+		"nats:\n  listen: 0.0.0.0:4222\n  auth_token: s3cret-of-16-chars\n  allow_plaintext: true\nhttp:\n  listen: 0.0.0.0:8222\n  token: t\n  allow_plaintext: true\n",
+		"nats:\n  listen: 0.0.0.0:4222\n  auth_token: s3cret-of-16-chars\n  tls: {cert_file: c.pem, key_file: k.pem, ca_file: ca.pem, verify: true, handshake_first: true, handshake_first_fallback: 50ms}\n" +
+			"http:\n  listen: 0.0.0.0:8222\n  token: t\n  tls: {cert_file: c.pem, key_file: k.pem}\n",
+	} {
+		if _, err := Load(writeFile(t, c), nil, Flags{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestTLSRequiredBeyondLoopback(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"nats:\n  listen: 0.0.0.0:4222\n  auth_token: s3cret-of-16-chars\n", "nats.allow_plaintext: true"},
+		{"http:\n  listen: 0.0.0.0:8222\n  token: t\n", "http.allow_plaintext: true"},
+		{"nats:\n  listen: 0.0.0.0:4222\n  auth_token: short\n  allow_plaintext: true\n", "nats.auth_token: 5 characters beyond loopback, want at least 16"},
+		{"nats:\n  tls: {cert_file: c.pem}\n", "nats.tls.key_file"},
+		{"nats:\n  tls: {key_file: k.pem}\n", "nats.tls.cert_file"},
+		{"nats:\n  tls: {cert_file: c.pem, key_file: k.pem, verify: true}\n", "nats.tls.ca_file"},
+		{"nats:\n  tls: {verify: true}\n", "nats.tls: ca_file, verify and handshake_first need cert_file and key_file"},
+		{"nats:\n  tls: {cert_file: c.pem, key_file: k.pem, handshake_first_fallback: 50ms}\n", "nats.tls.handshake_first_fallback"},
+		{"http:\n  tls: {cert_file: c.pem, key_file: k.pem, handshake_first: true}\n", "http.tls.handshake_first"},
+		{"nats:\n  users: [{user: u, password: $2a$10$short}]\n", "nats.users[0].password: looks like a bcrypt hash"},
+		{"nats:\n  max_groups_per_connection: 0\n", "nats.max_groups_per_connection"},
+		{"nats:\n  users: [{user: u, password: p, permissions: {subscribe: {deny: ['a.>.b']}}}]\n", "nats.users[0].permissions.subscribe.deny[0]"},
+	} {
+		if _, err := Load(writeFile(t, c.yaml), nil, Flags{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)
+		}
 	}
 }
 

@@ -81,6 +81,14 @@ func renderCluster(e *enc, s *Snapshot) {
 	e.counter1("edgeq_cluster_peer_downs_total", m.Downs)
 	e.counter1("edgeq_cluster_refused_handshakes_total", m.Refused)
 	e.counter1("edgeq_cluster_send_queue_overflows_total", m.Overflows)
+	// Peer-link security: sealed frames that failed authentication (each
+	// closed its connection), accepted connections closed unread because
+	// max handshakes were in progress, handshakes that failed otherwise
+	// (deadline, malformed or oversized frame), and those in progress now.
+	e.counter1("edgeq_cluster_refused_frames_total", m.FramesRefused)
+	e.counter1("edgeq_cluster_busy_handshakes_total", m.HandshakesBusy)
+	e.counter1("edgeq_cluster_failed_handshakes_total", m.HandshakeFailures)
+	e.gauge1("edgeq_cluster_handshakes_in_progress", uint64(max(m.Handshaking, 0)))
 
 	el := c.Election
 	e.counter1("edgeq_cluster_elections_total", el.Elections)

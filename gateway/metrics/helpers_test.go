@@ -100,8 +100,8 @@ func richSnapshot(t testing.TB, partitions, ngroups int) *Snapshot {
 		Tail:     groups.TailStats{Subscribers: 2, Delivered: 40, Dropped: 4},
 		NATS: NATSStats{Connections: 12, TotalConnections: 40, Refused: 1, AuthFailures: 2, ProtocolErrors: 3,
 			InMsgs: 90_100, InBytes: 9_001_000, OutMsgs: 180_000, OutBytes: 20_000_000,
-			IngestErrors: 9, BadDevice: 5, BadAcks: 2, SlowConsumers: 1, WriteTimeouts: 2, Stale: 3, ForeignAcks: 1,
-			Closed: []ReasonCount{{"client", 30}, {"slow_consumer", 1}, {"write_timeout", 2}, {"stale", 3}}},
+			IngestErrors: 9, BadDevice: 5, BadAcks: 2, SlowConsumers: 1, WriteTimeouts: 2, Stale: 3, ForeignAcks: 1, TLSFailures: 6, GroupsRefused: 7, PermViolations: 8,
+			Closed: []ReasonCount{{"client", 30}, {"slow_consumer", 1}, {"write_timeout", 2}, {"stale", 3}, {"tls_handshake", 6}}},
 		Device: fixtureSamples(t),
 	}
 	for p := range partitions {
@@ -239,7 +239,8 @@ func clusterSnapshot(t testing.TB, partitions int) *Snapshot {
 			{Addr: "10.0.0.9:7420"},
 			{Addr: "192.168.1.4:7420", Node: "gw-d"},
 		},
-		Manager: cluster.Counters{Refused: 4, Overflows: 1, Ups: 5, Downs: 3},
+		Manager: cluster.Counters{Refused: 4, Overflows: 1, Ups: 5, Downs: 3,
+			FramesRefused: 7, HandshakesBusy: 11, HandshakeFailures: 12, Handshaking: 2},
 		Election: election.Stats{Elections: 9, Leaderships: 6, TakeOvers: 2, HandOverTimeouts: 1,
 			HandOvers: 3, DrainTimeouts: 0, Deposed: 2, Stale: 8, Fenced: 5},
 		FencedRequests: 6,

@@ -294,6 +294,8 @@ func renderNATS(e *enc, s *Snapshot) {
 		e.u("edgeq_nats_closed_connections_total", c.N, "reason", c.Reason)
 	}
 	e.counter1("edgeq_nats_auth_failures_total", n.AuthFailures)
+	e.counter1("edgeq_nats_refused_group_creations_total", n.GroupsRefused)
+	e.counter1("edgeq_nats_permission_violations_total", n.PermViolations)
 	e.counter1("edgeq_nats_protocol_errors_total", n.ProtocolErrors)
 	e.counter1("edgeq_nats_in_messages_total", n.InMsgs)
 	e.counter1("edgeq_nats_in_bytes_total", n.InBytes)

@@ -78,6 +78,9 @@ type NATSStats struct {
 	IngestErrors, BadDevice, BadAcks    uint64
 	SlowConsumers, WriteTimeouts, Stale uint64 // connections closed, by reason (also in Closed)
 	ForeignAcks                         uint64 // acks from a connection that did not hold the message
+	TLSFailures                         uint64 // closed: TLS handshake failed (also in Closed)
+	GroupsRefused                       uint64 // queue subscribes over max_groups_per_connection
+	PermViolations                      uint64 // publishes and subscribes a user may not make
 	Closed                              []ReasonCount
 }
 

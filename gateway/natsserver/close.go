@@ -14,12 +14,13 @@ const (
 	ClosedWriteTimeout                      // a write did not finish within write_deadline
 	ClosedStale                             // pings unanswered
 	ClosedServerShutdown                    // the node stops
+	ClosedTLSHandshake                      // the TLS handshake failed (plaintext client, bad or missing certificate)
 	numCloseReasons
 )
 
 var closeReasonNames = [numCloseReasons]string{
 	"client", "write_error", "auth_violation", "auth_timeout", "protocol_error",
-	"slow_consumer", "write_timeout", "stale", "server_shutdown",
+	"slow_consumer", "write_timeout", "stale", "server_shutdown", "tls_handshake",
 }
 
 func (r CloseReason) String() string {

@@ -22,6 +22,7 @@ type conn struct {
 	parser *natsproto.Parser
 	opts   natsproto.ConnectOptions
 	authed bool
+	perms  *Permissions // the user's; nil: everything (reader goroutine only)
 
 	mu      sync.Mutex
 	out     []byte // pending output; bound: cfg.MaxPending
@@ -36,6 +37,9 @@ type conn struct {
 
 	// Scratch for encoding deliveries, guarded by mu.
 	subjBuf, replyBuf, hdrBuf []byte
+	// groupsCreated counts the queue groups this connection's subscribes
+	// created (reader goroutine only); bound: cfg.MaxGroupsPerConn.
+	groupsCreated int
 }
 
 // sub is one subscription. Its fields are set before it is shared and not
@@ -67,6 +71,15 @@ func newConn(s *Server, id uint64, nc net.Conn) *conn {
 }
 
 func (c *conn) serve() {
+	infoSent := false
+	if c.s.cfg.TLS != nil {
+		var ok bool
+		if infoSent, ok = c.upgradeTLS(); !ok {
+			c.close(ClosedTLSHandshake, "", nil)
+			c.s.removeConn(c)
+			return
+		}
+	}
 	writerDone := make(chan struct{})
 	go c.writer(writerDone)
 	defer func() {
@@ -75,7 +88,9 @@ func (c *conn) serve() {
 		c.cleanup()
 		c.s.removeConn(c)
 	}()
-	c.write(c.s.info(c))
+	if !infoSent {
+		c.write(c.s.info(c))
+	}
 	if c.s.authRequired() {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.AuthTimeout))
 	}
@@ -298,15 +313,18 @@ func (c *conn) close(reason CloseReason, detail string, errText error) {
 // closes the socket.
 func (c *conn) finishClose(reason CloseReason, detail string, errText error) {
 	c.s.stats.closed[reason].Add(1)
+	c.mu.Lock()
+	nc := c.nc // a TLS upgrade replaces it
+	c.mu.Unlock()
 	if errText != nil {
-		_ = c.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-		_, _ = c.nc.Write(natsproto.AppendErr(nil, errText.Error()))
+		_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = nc.Write(natsproto.AppendErr(nil, errText.Error()))
 	}
 	if reason != ClosedByClient {
-		c.s.logger.Info("closing client connection", "client", c.id, "name", c.opts.Name, "remote", c.nc.RemoteAddr().String(),
+		c.s.logger.Info("closing client connection", "client", c.id, "name", c.opts.Name, "remote", nc.RemoteAddr().String(),
 			"reason", reason.String(), "detail", detail)
 	}
-	_ = c.nc.Close()
+	_ = nc.Close()
 }
 
 // cleanup removes every subscription: queue members leave their groups (their

@@ -31,10 +31,20 @@ func (c *conn) handleOp(op *natsproto.Op) bool {
 		c.pingsOn.Store(0)
 		return true
 	case natsproto.OpSub:
+		if !c.perms.maySubscribe(string(op.Subject)) {
+			c.s.stats.PermViolations.Add(1)
+			c.sendErr(fmt.Sprintf("Permissions Violation for Subscription to %q", op.Subject))
+			break
+		}
 		c.handleSub(op)
 	case natsproto.OpUnsub:
 		c.handleUnsub(op)
 	case natsproto.OpPub, natsproto.OpHPub:
+		if !c.perms.mayPublish(string(op.Subject)) {
+			c.s.stats.PermViolations.Add(1)
+			c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q", op.Subject))
+			break
+		}
 		c.handlePub(op)
 	}
 	if c.opts.Verbose {
@@ -48,7 +58,8 @@ func (c *conn) handleConnect(op *natsproto.Op) bool {
 	if err != nil {
 		return c.protocolError(err)
 	}
-	if !c.s.authenticate(&o) {
+	perms, ok := c.s.authenticate(&o)
+	if !ok {
 		c.s.stats.AuthFailures.Add(1)
 		c.close(ClosedAuthViolation, "bad credentials", errors.New("Authorization Violation"))
 		return false
@@ -57,6 +68,7 @@ func (c *conn) handleConnect(op *natsproto.Op) bool {
 	c.opts = o
 	c.mu.Unlock()
 	c.authed = true
+	c.perms = perms
 	_ = c.nc.SetReadDeadline(timeZero)
 	if o.Verbose {
 		c.write(natsproto.AppendOK(nil))
@@ -87,6 +99,14 @@ func (c *conn) handleSub(op *natsproto.Op) {
 	if groups.IsTelemetryFilter(filter, prefix) {
 		if sb.queue != "" {
 			sb.group = groups.GroupKey{Filter: filter, Queue: sb.queue}
+			// One connection may create only so many groups: each pins
+			// retention for group_ttl and counts against queue.max_groups.
+			_, _, _, exists := c.s.queues.LocalMembers(sb.group)
+			if !exists && c.groupsCreated >= c.s.cfg.MaxGroupsPerConn {
+				c.s.stats.GroupsRefused.Add(1)
+				c.sendErr(fmt.Sprintf("Permissions Violation for Subscription to %q: this connection created %d queue groups already (nats.max_groups_per_connection)", filter, c.groupsCreated))
+				return
+			}
 			sb.member = c.nextMemberID()
 			gm, err := c.s.queues.Join(sb.group, sb.member, sb, -1)
 			if err != nil {
@@ -95,6 +115,9 @@ func (c *conn) handleSub(op *natsproto.Op) {
 				return
 			}
 			sb.groupMember, sb.isMem = gm, true
+			if !exists {
+				c.groupsCreated++
+			}
 		} else {
 			cancel, err := c.s.tail.Subscribe(filter, sb)
 			if err != nil {

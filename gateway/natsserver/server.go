@@ -16,25 +16,31 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"edgeq/gateway/groups"
 	"edgeq/gateway/natsproto"
+	"edgeq/gateway/tlsconf"
 	"edgeq/wal"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 // Config configures the server; see config.NATS for meanings and defaults.
 type Config struct {
 	Listen           string
 	AuthToken        string
-	Users            map[string]string // user -> password
+	Users            map[string]string       // user -> password
+	Perms            map[string]*Permissions // user -> permissions; none: all
 	TelemetryPrefix  string
 	MaxPayload       int
 	MaxControlLine   int
 	MaxConnections   int
 	MaxSubscriptions int
+	MaxGroupsPerConn int
 	MaxPending       int
 	WriteDeadline    time.Duration
 	PingInterval     time.Duration
@@ -42,6 +48,11 @@ type Config struct {
 	AuthTimeout      time.Duration
 	NodeID           string
 	Version          string
+	// TLS, when set, is required of every client (upgrade after INFO, or
+	// handshake first; see upgradeTLS).
+	TLS               *tlsconf.Store
+	TLSHandshakeFirst bool
+	TLSFallback       time.Duration
 }
 
 // Ingester stores one telemetry message; done runs once, after the record is
@@ -63,6 +74,7 @@ type Server struct {
 	logger *slog.Logger
 
 	ln      net.Listener
+	auth    atomic.Pointer[auth] // swapped by SetAuth
 	subs    *sublist
 	subsMu  sync.Mutex // guards every conn's subs map
 	mu      sync.Mutex
@@ -91,18 +103,35 @@ type Stats struct {
 	BadDevice        atomic.Uint64
 	BadAcks          atomic.Uint64
 	ForeignAcks      atomic.Uint64 // acks for another connection's member (refused; also in BadAcks)
+	GroupsRefused    atomic.Uint64 // queue subscribes refused: the connection created max_groups_per_connection
+	PermViolations   atomic.Uint64 // publishes and subscribes refused by the user's permissions
 	closed           [numCloseReasons]atomic.Uint64
 }
 
 // New returns a server; Start listens.
 func New(cfg Config, ingest Ingester, queues *groups.Registry, tail *groups.Tail, logger *slog.Logger) *Server {
-	return &Server{
+	s := &Server{
 		cfg: cfg, ingest: ingest, queues: queues, tail: tail,
 		logger:   logger.With("component", "nats"),
 		subs:     newSublist(),
 		conns:    map[uint64]*conn{},
 		refusing: make(chan struct{}, maxRefusing),
 	}
+	s.SetAuth(cfg.AuthToken, cfg.Users, cfg.Perms)
+	return s
+}
+
+// auth is what CONNECT is checked against.
+type auth struct {
+	token string
+	users map[string]string
+	perms map[string]*Permissions
+}
+
+// SetAuth replaces the token or users (and their permissions) new
+// connections authenticate with (a reload); connected clients keep theirs.
+func (s *Server) SetAuth(token string, users map[string]string, perms map[string]*Permissions) {
+	s.auth.Store(&auth{token: token, users: users, perms: perms})
 }
 
 // Start listens on cfg.Listen and serves until Shutdown.
@@ -236,23 +265,48 @@ func (s *Server) info(c *conn) []byte {
 		MaxPayload:   int64(s.cfg.MaxPayload),
 		Proto:        1,
 		AuthRequired: s.authRequired(),
+		TLSRequired:  s.cfg.TLS != nil,
 		ClientID:     c.id,
 	}
 	return natsproto.AppendInfo(nil, &info)
 }
 
-func (s *Server) authRequired() bool { return s.cfg.AuthToken != "" || len(s.cfg.Users) > 0 }
+func (s *Server) authRequired() bool {
+	a := s.auth.Load()
+	return a.token != "" || len(a.users) > 0
+}
 
-// authenticate checks CONNECT credentials in constant time.
-func (s *Server) authenticate(o *natsproto.ConnectOptions) bool {
+// authenticate checks CONNECT credentials in constant time; a configured
+// token or password that is a bcrypt hash is checked with bcrypt. It
+// returns the user's permissions (nil: everything).
+func (s *Server) authenticate(o *natsproto.ConnectOptions) (*Permissions, bool) {
+	a := s.auth.Load()
 	switch {
-	case s.cfg.AuthToken != "":
-		return subtle.ConstantTimeCompare([]byte(o.AuthToken), []byte(s.cfg.AuthToken)) == 1
-	case len(s.cfg.Users) > 0:
-		want, ok := s.cfg.Users[o.User]
-		return ok && subtle.ConstantTimeCompare([]byte(o.Pass), []byte(want)) == 1
+	case a.token != "":
+		return nil, secretMatches(o.AuthToken, a.token)
+	case len(a.users) > 0:
+		want, ok := a.users[o.User]
+		return a.perms[o.User], ok && secretMatches(o.Pass, want)
 	}
-	return true
+	return nil, true
+}
+
+func secretMatches(given, want string) bool {
+	if IsBcrypt(want) {
+		return bcrypt.CompareHashAndPassword([]byte(want), []byte(given)) == nil
+	}
+	return subtle.ConstantTimeCompare([]byte(given), []byte(want)) == 1
+}
+
+// IsBcrypt reports whether a configured secret is a bcrypt hash, by its
+// prefix as nats-server decides it ($2a$, $2b$, $2x$, $2y$).
+func IsBcrypt(s string) bool {
+	for _, p := range []string{"$2a$", "$2b$", "$2x$", "$2y$"} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // publishCore delivers a message on a non-telemetry subject to matching core

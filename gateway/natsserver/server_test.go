@@ -48,7 +48,8 @@ func newRig(t *testing.T, mutate func(*Config)) *rig {
 	tail := groups.NewTail(l, "telemetry", "n1", quiet())
 	cfg := Config{Listen: "127.0.0.1:0", TelemetryPrefix: "telemetry", MaxPayload: 1 << 20, MaxControlLine: 4096,
 		MaxConnections: 64, MaxSubscriptions: 64, MaxPending: 8 << 20, WriteDeadline: 2 * time.Second,
-		PingInterval: time.Minute, MaxPingsOut: 2, AuthTimeout: 2 * time.Second, NodeID: "n1", Version: "0.0.0-test"}
+		PingInterval: time.Minute, MaxPingsOut: 2, AuthTimeout: 2 * time.Second, NodeID: "n1", Version: "0.0.0-test",
+		MaxGroupsPerConn: 8}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -193,7 +194,12 @@ func TestForeignAckRefused(t *testing.T) {
 	if _, err := intruder.Request("telemetry.dev-1", []byte("x"), 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	first := <-msgs
+	var first *nats.Msg
+	select {
+	case first = <-msgs:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no delivery")
+	}
 	for _, tok := range []string{"+TERM", "+ACK", "-NAK"} {
 		if err := intruder.Publish(first.Reply, []byte(tok)); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"edgeq/gateway/config"
+	"edgeq/gateway/tlsconf"
+)
+
+// Reload applies what can change without a restart from cfg (the config
+// read again on SIGHUP): the TLS certificate, key and CA files of the NATS
+// and HTTP listeners, and the NATS auth token or users with their
+// permissions. New connections get
+// them; connected clients stay. When any of it fails nothing changes and
+// the error says why. restart lists the keys that changed but need a
+// restart (not applied); log_level is the caller's.
+func (n *Node) Reload(cfg config.Config) (restart []string, err error) {
+	n.reloadMu.Lock()
+	defer n.reloadMu.Unlock()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	old := n.applied
+	if old == nil {
+		old = &n.cfg
+	}
+	type tlsChange struct {
+		key      string
+		cur, new *tlsconf.Store
+	}
+	var changes []tlsChange
+	var errs []error
+	for _, l := range []struct {
+		key      string
+		cur      *tlsconf.Store
+		old, new config.TLS
+	}{{"nats.tls", n.natsTLS, old.NATS.TLS, cfg.NATS.TLS}, {"http.tls", n.httpTLS, old.HTTP.TLS, cfg.HTTP.TLS}} {
+		if (l.cur != nil) != l.new.Enabled() {
+			restart = append(restart, l.key) // TLS switched on or off: a new listener
+			continue
+		}
+		if l.cur == nil {
+			continue
+		}
+		s, err := loadTLS(l.key, l.new)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		changes = append(changes, tlsChange{l.key, l.cur, s})
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	for _, c := range changes {
+		c.cur.Adopt(c.new)
+	}
+	users, perms := natsUsers(cfg.NATS)
+	n.nats.SetAuth(cfg.NATS.AuthToken, users, perms)
+	restart = append(restart, needRestart(*old, cfg)...)
+	applied := cfg
+	n.applied = &applied
+	return restart, nil
+}
+
+// needRestart lists the config keys (two levels deep) that differ between
+// a and b, other than those Reload applies.
+func needRestart(a, b config.Config) []string {
+	for _, c := range []*config.Config{&a, &b} {
+		c.NATS.AuthToken, c.NATS.Users, c.LogLevel = "", nil, ""
+		c.NATS.TLS, c.HTTP.TLS = config.TLS{}, config.TLS{}
+	}
+	var out []string
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	for i := 0; i < va.NumField(); i++ {
+		name, _, _ := strings.Cut(va.Type().Field(i).Tag.Get("yaml"), ",")
+		fa, fb := va.Field(i), vb.Field(i)
+		if reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+			continue
+		}
+		if fa.Kind() != reflect.Struct {
+			out = append(out, name)
+			continue
+		}
+		for j := 0; j < fa.NumField(); j++ {
+			if !reflect.DeepEqual(fa.Field(j).Interface(), fb.Field(j).Interface()) {
+				sub, _, _ := strings.Cut(fa.Type().Field(j).Tag.Get("yaml"), ",")
+				out = append(out, fmt.Sprintf("%s.%s", name, sub))
+			}
+		}
+	}
+	return out
+}
