@@ -133,6 +133,7 @@ func richSnapshot(t testing.TB, partitions, groups int) *Snapshot {
 	s.MQTT = []mqtt.Status{{Name: "plant", Broker: "tcp://broker:1883", Connected: true, Subscribed: true,
 		Counters: mqtt.Counters{Received: 510, Stored: 500, Acked: 500, Connects: 1,
 			Unmappable: map[mqtt.Reason]uint64{mqtt.ReasonNoMatch: 4, mqtt.ReasonBadJSON: 6},
+			Rejected:   map[mqtt.Reason]uint64{mqtt.ReasonTooLarge: 2},
 			Dropped:    map[mqtt.Reason]uint64{mqtt.ReasonQueueFull: 1}}}}
 	return s
 }

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strconv"
 
-	vm "github.com/VictoriaMetrics/metrics"
-
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/gateway/devicemetrics"
@@ -33,16 +31,13 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 // Render writes the snapshot in the Prometheus text format: node, ingest,
 // log, queue groups, live tail, cluster (when there is one), NATS, bridges,
 // device metrics. Families
-// appear once each, with HELP and TYPE; the order is fixed, and so is the
-// series order within a family (partitions by number, groups by key, the
-// rest as the snapshot lists them), so two renders of one snapshot are
-// byte-identical.
+// appear once each, with HELP (the help table's text) and TYPE; the order is
+// fixed, and so is the series order within a family (partitions by number,
+// groups by key, the rest as the snapshot lists them), so two renders of one
+// snapshot are byte-identical.
 //
-// It turns on the library's metadata (vm.ExposeMetadata(true), process-wide:
-// edgeq wants HELP and TYPE everywhere) and writes many small pieces: give
-// it a buffer, not a network connection.
+// It writes many small pieces: give it a buffer, not a network connection.
 func Render(w io.Writer, s *Snapshot) {
-	vm.ExposeMetadata(true)
 	e := &enc{w: w, line: make([]byte, 0, 256)}
 	renderNode(e, s)
 	renderIngest(e, s)
@@ -353,12 +348,11 @@ func renderSerial(e *enc, s *Snapshot) {
 }
 
 // RenderDevice writes device samples (devicemetrics.CollectAll), one
-// family per metric name with HELP and TYPE from the library. CollectAll
+// family per metric name with the samples' own HELP text and TYPE. CollectAll
 // keeps the samples of one name together; should a name come back later
 // anyway, its samples are moved up to its first run rather than written as a
 // second family.
 func RenderDevice(w io.Writer, samples []devicemetrics.Sample) {
-	vm.ExposeMetadata(true)
 	if !contiguous(samples) {
 		samples = groupByName(samples)
 	}
@@ -366,7 +360,7 @@ func RenderDevice(w io.Writer, samples []devicemetrics.Sample) {
 	prev := ""
 	for i, s := range samples {
 		if i == 0 || s.Name != prev {
-			e.family(s.Name, s.Type.String())
+			e.meta(s.Name, s.Help, s.Type.String())
 			prev = s.Name
 		}
 		e.sample(s)

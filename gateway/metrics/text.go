@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	vm "github.com/VictoriaMetrics/metrics"
-
 	"edgeq/gateway/devicemetrics"
 	"edgeq/internal/hist"
 )
@@ -19,22 +17,26 @@ const (
 	histogram = "histogram"
 )
 
-// enc writes series lines. Metadata comes from the library
-// (vm.WriteMetadataIfNeeded, or the Write* helpers for single series); enc
-// adds what the library has no helper for: one family with many labelled
-// series, and a histogram from a hist.Snapshot.
+// enc writes families: their HELP (from the help table) and TYPE lines, then
+// one line per series, and histograms from a hist.Snapshot.
 type enc struct {
 	w    io.Writer
 	line []byte // reused for each line
 }
 
-// family starts a family of several series: HELP and TYPE, once.
-func (e *enc) family(name, typ string) { vm.WriteMetadataIfNeeded(e.w, name, typ) }
+// family starts a family: HELP with its text from the help table, and TYPE.
+func (e *enc) family(name, typ string) { e.meta(name, help[name], typ) }
+
+// meta writes a family's HELP and TYPE lines.
+func (e *enc) meta(name, text, typ string) {
+	e.line = appendMeta(e.line[:0], name, text, typ)
+	_, _ = e.w.Write(e.line)
+}
 
 // counter1, gauge1 and gaugeF1 write a family with a single unlabelled series.
-func (e *enc) counter1(name string, v uint64) { vm.WriteCounterUint64(e.w, name, v) }
-func (e *enc) gauge1(name string, v uint64)   { vm.WriteGaugeUint64(e.w, name, v) }
-func (e *enc) gaugeF1(name string, v float64) { vm.WriteGaugeFloat64(e.w, name, v) }
+func (e *enc) counter1(name string, v uint64) { e.family(name, counter); e.u(name, v) }
+func (e *enc) gauge1(name string, v uint64)   { e.family(name, gauge); e.u(name, v) }
+func (e *enc) gaugeF1(name string, v float64) { e.family(name, gauge); e.f(name, v) }
 
 // u writes one series of the current family; labels are name/value pairs.
 func (e *enc) u(name string, v uint64, labels ...string) {
@@ -117,6 +119,31 @@ func appendSeries(dst []byte, name string, labels []string) []byte {
 		dst = appendLabel(dst, labels[i], labels[i+1])
 	}
 	return append(dst, '}')
+}
+
+// appendMeta appends "# HELP name text" and "# TYPE name typ" lines. In HELP
+// text the format escapes the backslash and the line feed.
+func appendMeta(dst []byte, name, text, typ string) []byte {
+	dst = append(dst, "# HELP "...)
+	dst = append(dst, name...)
+	if text != "" {
+		dst = append(dst, ' ')
+		for i := 0; i < len(text); i++ {
+			switch c := text[i]; c {
+			case '\\':
+				dst = append(dst, '\\', '\\')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			default:
+				dst = append(dst, c)
+			}
+		}
+	}
+	dst = append(dst, "\n# TYPE "...)
+	dst = append(dst, name...)
+	dst = append(dst, ' ')
+	dst = append(dst, typ...)
+	return append(dst, '\n')
 }
 
 // appendLabel appends name="value" with the text format's escapes: the
