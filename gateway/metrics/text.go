@@ -121,23 +121,12 @@ func appendSeries(dst []byte, name string, labels []string) []byte {
 	return append(dst, '}')
 }
 
-// appendMeta appends "# HELP name text" and "# TYPE name typ" lines. In HELP
-// text the format escapes the backslash and the line feed.
+// appendMeta appends "# HELP name text" and "# TYPE name typ" lines.
 func appendMeta(dst []byte, name, text, typ string) []byte {
 	dst = append(dst, "# HELP "...)
 	dst = append(dst, name...)
 	if text != "" {
-		dst = append(dst, ' ')
-		for i := 0; i < len(text); i++ {
-			switch c := text[i]; c {
-			case '\\':
-				dst = append(dst, '\\', '\\')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			default:
-				dst = append(dst, c)
-			}
-		}
+		dst = appendEscaped(append(dst, ' '), text, false)
 	}
 	dst = append(dst, "\n# TYPE "...)
 	dst = append(dst, name...)
@@ -146,24 +135,30 @@ func appendMeta(dst []byte, name, text, typ string) []byte {
 	return append(dst, '\n')
 }
 
-// appendLabel appends name="value" with the text format's escapes: the
-// backslash, the double quote and the line feed.
+// appendLabel appends name="value".
 func appendLabel(dst []byte, name, value string) []byte {
 	dst = append(dst, name...)
 	dst = append(dst, '=', '"')
-	for i := 0; i < len(value); i++ {
-		switch c := value[i]; c {
-		case '\\':
+	return append(appendEscaped(dst, value, true), '"')
+}
+
+// appendEscaped appends s with the text format's escapes: the backslash and
+// the line feed in HELP text, and in a label value (quoted) also the double
+// quote.
+func appendEscaped(dst []byte, s string, quoted bool) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
 			dst = append(dst, '\\', '\\')
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\n':
+		case c == '\n':
 			dst = append(dst, '\\', 'n')
+		case c == '"' && quoted:
+			dst = append(dst, '\\', '"')
 		default:
 			dst = append(dst, c)
 		}
 	}
-	return append(dst, '"')
+	return dst
 }
 
 // appendFloat writes whole numbers plainly (3977408512, not 3.977408512e+09)
