@@ -182,6 +182,19 @@ func waitMetric(t testing.TB, n *Node, key string, want float64) map[string]floa
 	}
 }
 
+// TestMetricsPromtool: a running node's /metrics, with a queue group that
+// delivered and traffic in the log, passes `promtool check metrics`.
+func TestMetricsPromtool(t *testing.T) {
+	n := startMetricsNode(t, nil)
+	key := groups.GroupKey{Filter: "telemetry.>", Queue: "promtool"}
+	if _, err := n.queues.Join(key, "m1", &ackMember{reg: n.queues}, 64); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, n, "promtool", 20)
+	waitMetric(t, n, lint.Key("edgeq_group_acked_total", "filter", key.Filter, "queue", key.Queue), 20)
+	lint.Promtool(t, scrape(t, n))
+}
+
 // TestMetricsCountExactly: N appends acked by a member move ingest, log
 // appends, deliveries, acks and the latency histogram's count by exactly N.
 func TestMetricsCountExactly(t *testing.T) {

@@ -23,6 +23,8 @@ command -v dbus-daemon >/dev/null || need+=(dbus)
 /usr/bin/python3 -c 'import pymodbus, serial' 2>/dev/null || need+=(python3-pymodbus python3-serial)
 # The console tests drive headless Chromium (Debian's package; no browser downloads).
 command -v chromium >/dev/null || need+=(chromium)
+# promtool checks the /metrics exposition (gateway/metrics, gateway).
+command -v promtool >/dev/null || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "the tests need: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2

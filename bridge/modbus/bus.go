@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"edgeq/bridge"
-	"edgeq/bridge/serial"
+	"edgeq/internal/backoff"
 	"edgeq/internal/hist"
 	"edgeq/wal"
 )
@@ -171,7 +171,7 @@ func (b *Bus) run(ctx context.Context) {
 			if b.openTransport() {
 				attempt = 0
 			} else {
-				reopenAt = now.Add(serial.Backoff(attempt, b.cfg.ReopenMin, b.cfg.ReopenMax, b.rnd.Float64()))
+				reopenAt = now.Add(backoff.Policy{Min: b.cfg.ReopenMin, Max: b.cfg.ReopenMax}.Delay(attempt, b.rnd.Float64()))
 				attempt++
 			}
 		}
@@ -287,7 +287,7 @@ func (b *Bus) poll(ctx context.Context, d *device, now time.Time) {
 		if !final && p.attempt < b.cfg.Retries {
 			p.attempt++
 			d.retries.Add(1)
-			d.sched.retryAt = time.Now().Add(serial.Backoff(p.attempt-1, b.cfg.RetryBackoff, b.cfg.MaxBackoff, b.rnd.Float64()))
+			d.sched.retryAt = time.Now().Add(backoff.Policy{Min: b.cfg.RetryBackoff, Max: b.cfg.MaxBackoff}.Delay(p.attempt-1, b.rnd.Float64()))
 			d.cur = p
 			return
 		}

@@ -15,6 +15,8 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"edgeq/bridge"
+	"edgeq/internal/backoff"
+	"edgeq/internal/loglimit"
 	"edgeq/wal"
 )
 
@@ -38,10 +40,10 @@ type Bridge struct {
 	mapper   *Mapper
 	app      bridge.Appender
 	logger   *slog.Logger
-	backoff  Backoff
+	backoff  backoff.Policy
 	rnd      func() float64
 	now      func() time.Time
-	limiter  *logLimiter
+	limiter  *loglimit.Keyed[Reason] // bound: maxLimiterKeys
 
 	conns  connTracker
 	client paho.Client
@@ -112,7 +114,7 @@ func New(cfg Config, nodeID string, app bridge.Appender, logger *slog.Logger) (*
 		mapper:     mapper,
 		app:        app,
 		logger:     logger.With("component", "mqtt", "bridge", cfg.Name),
-		backoff:    Backoff{Min: cfg.ReconnectMin, Max: cfg.ReconnectMax},
+		backoff:    backoff.Policy{Min: cfg.ReconnectMin, Max: cfg.ReconnectMax},
 		rnd:        rand.Float64,
 		now:        time.Now,
 		conns:      connTracker{tls: tlsCfg, timeout: cfg.ConnectTimeout},
@@ -126,7 +128,7 @@ func New(cfg Config, nodeID string, app bridge.Appender, logger *slog.Logger) (*
 		ackerDone:  make(chan struct{}),
 		superDone:  make(chan struct{}),
 	}
-	b.limiter = newLogLimiter(cfg.LogInterval, b.now)
+	b.limiter = loglimit.NewKeyed[Reason](cfg.LogInterval, maxLimiterKeys)
 	b.conns.throttle = b.throttleReads
 	b.client = paho.NewClient(b.clientOptions())
 	return b, nil
@@ -242,15 +244,3 @@ func (b *Bridge) Status() Status {
 func (b *Bridge) ClientID() string { return b.clientID }
 
 func (b *Bridge) setError(err error) { b.lastErr.set(err, b.now()) }
-
-// sleep waits d or until Stop; it reports false when stopped.
-func (b *Bridge) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-b.stop:
-		return false
-	}
-}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"edgeq/internal/jsonfield"
 )
 
 // Seed corpora are under testdata/fuzz/<target>.
@@ -112,7 +114,7 @@ func referenceExtract(path []string, payload []byte) (string, error) {
 	case string:
 		return x, nil
 	case json.Number:
-		if _, err := x.Int64(); err == nil || isInteger(x.String()) {
+		if _, err := x.Int64(); err == nil || jsonfield.IsInteger([]byte(x.String())) {
 			return x.String(), nil
 		}
 	}

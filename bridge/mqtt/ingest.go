@@ -17,6 +17,10 @@ type inbound struct {
 // maxLoggedTopic bounds the topic text in a log line.
 const maxLoggedTopic = 256
 
+// maxLimiterKeys bounds the log limiter's keys, the fixed set of reasons
+// (should a caller ever pass unbounded ones).
+const maxLimiterKeys = 64
+
 // reasonQueueOverflow keys the log limiter for QoS 1/2 messages that found
 // the queue full (they are deferred, not dropped).
 const reasonQueueOverflow Reason = "queue_overflow"
@@ -47,7 +51,7 @@ func (b *Bridge) onMessage(_ paho.Client, m paho.Message) {
 	default:
 		b.leave(m, ReasonQueueFull)
 		if m.Qos() > 0 {
-			if ok, n := b.limiter.allow(reasonQueueOverflow); ok {
+			if ok, n := b.limiter.Allow(reasonQueueOverflow, b.now()); ok {
 				b.logger.Error("queue full of QoS 1/2 messages: the appender is stalled; recycling the connection for redelivery",
 					"queue_size", cap(b.queue), "suppressed", n)
 			}
@@ -64,7 +68,7 @@ func (b *Bridge) leave(m paho.Message, reason Reason) {
 		return
 	}
 	b.stats.dropped.add(reason)
-	if ok, n := b.limiter.allow(reason); ok {
+	if ok, n := b.limiter.Allow(reason, b.now()); ok {
 		b.logger.Warn("QoS 0 message dropped", "reason", reason, "topic", truncate(m.Topic()), "suppressed", n)
 	}
 }
@@ -113,7 +117,7 @@ func (b *Bridge) ingest(in inbound) {
 		// Acked: a redelivery would not map either, and an unacked message
 		// holds a slot of the broker's in-flight window for good.
 		b.stats.unmappable.add(reason)
-		if ok, n := b.limiter.allow(reason); ok {
+		if ok, n := b.limiter.Allow(reason, b.now()); ok {
 			b.logger.Warn("unmappable message acked and skipped", "reason", reason,
 				"topic", truncate(m.Topic()), "suppressed", n)
 		}
@@ -150,7 +154,7 @@ func (b *Bridge) appended(in inbound, idx uint64, err error) {
 	case permanent(err):
 		reason := rejectReason(err)
 		b.stats.rejected.add(reason)
-		if ok, n := b.limiter.allow(reason); ok {
+		if ok, n := b.limiter.Allow(reason, b.now()); ok {
 			b.logger.Warn("record refused by the log; message acked and skipped", "reason", reason,
 				"topic", truncate(m.Topic()), "err", err, "suppressed", n)
 		}
@@ -166,7 +170,7 @@ func (b *Bridge) appended(in inbound, idx uint64, err error) {
 		// in order, and the bridge tries again.
 		b.stats.storageErrors.Add(1)
 		b.setError(err)
-		if ok, n := b.limiter.allow(ReasonStorageError); ok {
+		if ok, n := b.limiter.Allow(ReasonStorageError, b.now()); ok {
 			b.logger.Error("storage error; message left unacked for redelivery", "err", err,
 				"topic", truncate(m.Topic()), "suppressed", n)
 		}

@@ -1,11 +1,12 @@
 package mqtt
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+
+	"edgeq/internal/jsonfield"
 )
 
 // maxFieldDepth bounds a JSON field path; deeper paths are a configuration
@@ -56,52 +57,18 @@ func (f *JSONField) Extract(payload []byte) (string, error) {
 	if !json.Valid(payload) {
 		return "", errBadJSON
 	}
-	raw := json.RawMessage(payload)
-	for i, key := range f.path {
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-			if i == 0 {
-				return "", errBadJSON
-			}
-			return "", fmt.Errorf("%w: %q is not an object", errMissingField, strings.Join(f.path[:i], "."))
-		}
-		v, ok := obj[key]
-		if !ok {
-			return "", fmt.Errorf("%w: %q", errMissingField, strings.Join(f.path[:i+1], "."))
-		}
-		raw = v
+	raw, n := jsonfield.Lookup(payload, f.path)
+	switch {
+	case n == 0 && (len(raw) == 0 || raw[0] != '{'):
+		return "", errBadJSON
+	case n < len(f.path) && raw[0] != '{':
+		return "", fmt.Errorf("%w: %q is not an object", errMissingField, strings.Join(f.path[:n], "."))
+	case n < len(f.path):
+		return "", fmt.Errorf("%w: %q", errMissingField, strings.Join(f.path[:n+1], "."))
 	}
-	return scalarText(raw)
-}
-
-// scalarText turns a JSON string or integer into text.
-func scalarText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", fmt.Errorf("%w: %v", errFieldType, err)
-		}
-		return s, nil
+	text, ok := jsonfield.Scalar(raw)
+	if !ok {
+		return "", fmt.Errorf("%w: %.32s", errFieldType, raw)
 	}
-	var n json.Number
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&n); err == nil && isInteger(n.String()) {
-		return n.String(), nil
-	}
-	return "", fmt.Errorf("%w: %.32s", errFieldType, raw)
-}
-
-func isInteger(s string) bool {
-	s = strings.TrimPrefix(s, "-")
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return string(text), nil
 }

@@ -6,11 +6,13 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"edgeq/internal/backoff"
 )
 
 // pahoRetryFloor is what paho's own retry waits are set to. paho's backoff is
 // neither jittered nor cut short by Stop, so the real wait happens in
-// onNotification (Backoff, interrupted by Stop) and paho's is reduced to this.
+// onNotification (backoff.Policy, interrupted by Stop) and paho's is reduced to this.
 const pahoRetryFloor = 10 * time.Millisecond
 
 // clientOptions are the paho options for the bridge's session. Everything that
@@ -50,7 +52,7 @@ func (b *Bridge) onNotification(_ paho.Client, n paho.ConnectionNotification) {
 	switch n := n.(type) {
 	case paho.ConnectionNotificationConnecting:
 		if n.IsReconnect || n.Attempt > 0 {
-			b.sleep(b.backoff.Delay(n.Attempt, b.rnd))
+			backoff.Sleep(b.stop, b.backoff.Delay(n.Attempt, b.rnd()))
 		}
 	case paho.ConnectionNotificationFailed:
 		err := fmt.Errorf("connect to %s: %w", b.broker.Redacted(), n.Reason)
@@ -144,7 +146,7 @@ func (b *Bridge) supervise() {
 		case <-b.bounceSig:
 		}
 		attempt := int(b.bounces.Add(1) - 1)
-		if !b.sleep(b.backoff.Delay(attempt, b.rnd)) {
+		if !backoff.Sleep(b.stop, b.backoff.Delay(attempt, b.rnd())) {
 			return
 		}
 		if epoch := b.bounceEpoch.Load(); b.conns.breakEpoch(epoch) {

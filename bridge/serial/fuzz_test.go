@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"edgeq/internal/jsonfield"
 )
 
 // chunksFrom cuts data into reads whose lengths are taken from cuts in turn
@@ -153,7 +155,7 @@ func refJSONDevice(doc []byte, path []string) (string, error) {
 	case string:
 		return x, nil
 	case json.Number:
-		if isIntegerLiteral([]byte(x)) {
+		if jsonfield.IsInteger([]byte(x)) {
 			return string(x), nil
 		}
 	}

@@ -87,7 +87,7 @@ func (pr *pending) complete(_ wal.Position, err error) {
 	p := pr.port
 	if err != nil {
 		p.storageErrors.Add(1)
-		if ok, suppressed := p.errLog.allow(time.Now()); ok {
+		if ok, suppressed := p.errLog.Allow(time.Now()); ok {
 			p.logger.Error("frame lost: storing it failed", "device", pr.rec.Device,
 				"err", err, "similar_errors_suppressed", suppressed)
 		}
@@ -99,10 +99,10 @@ func (pr *pending) complete(_ wal.Position, err error) {
 }
 
 // drop counts a dropped frame and logs it with its start: a warning at most
-// every dropLog.every (a noisy line would flood the log), debug otherwise.
+// every logEvery (a noisy line would flood the log), debug otherwise.
 func (p *Port) drop(reason DropReason, err error, frame []byte) {
 	p.dropped.add(reason)
-	if ok, suppressed := p.dropLog.allow(time.Now()); ok {
+	if ok, suppressed := p.dropLog.Allow(time.Now()); ok {
 		p.logger.Warn("frame dropped", "reason", reason.String(), "err", err, "frame", preview(frame),
 			"drops_not_logged", suppressed)
 		return

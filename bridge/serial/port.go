@@ -12,8 +12,13 @@ import (
 	"time"
 
 	"edgeq/bridge"
+	"edgeq/internal/loglimit"
 	"edgeq/wal"
 )
+
+// logEvery paces the port's repeated log lines (storage errors, dropped
+// frames): one per interval, the rest counted.
+const logEvery = 10 * time.Second
 
 // readBufSize is the most one Read takes from the tty.
 const readBufSize = 4096
@@ -49,8 +54,8 @@ type Port struct {
 	state   portState
 
 	counters
-	errLog  logLimiter // storage errors, logged from writer goroutines
-	dropLog logLimiter // dropped frames, logged from the run goroutine
+	errLog  *loglimit.Limiter // storage errors, logged from writer goroutines
+	dropLog *loglimit.Limiter // dropped frames, logged from the run goroutine
 }
 
 // portState is what Status reports besides the counters. Guarded by Port.mu.
@@ -98,8 +103,8 @@ func New(cfg Config, app bridge.Appender, logger *slog.Logger) (*Port, error) {
 		done:    make(chan struct{}),
 	}
 	p.onFrame = p.handleFrame
-	p.errLog.every = 10 * time.Second
-	p.dropLog.every = 10 * time.Second
+	p.errLog = loglimit.New(logEvery)
+	p.dropLog = loglimit.New(logEvery)
 	return p, nil
 }
 

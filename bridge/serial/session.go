@@ -9,6 +9,8 @@ import (
 	"time"
 
 	bugst "go.bug.st/serial"
+
+	"edgeq/internal/backoff"
 )
 
 // conn is one open session of the port and what must be released with it.
@@ -47,14 +49,10 @@ func (p *Port) run(ctx context.Context, path string) {
 				attempt = 0 // it worked for a while: start the backoff over
 			}
 		}
-		wait := Backoff(attempt, p.cfg.ReopenMin, p.cfg.ReopenMax, p.rnd.Float64())
+		wait := backoff.Policy{Min: p.cfg.ReopenMin, Max: p.cfg.ReopenMax}.Delay(attempt, p.rnd.Float64())
 		attempt++
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx.Done(), wait) {
 			return
-		case <-t.C:
 		}
 	}
 }

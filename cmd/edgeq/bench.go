@@ -390,13 +390,10 @@ func publishJetStream(nc *nats.Conn, prefix string, from, to, devices, size, win
 
 // showProgress draws a progress bar on a terminal; elsewhere it stays quiet.
 func showProgress(w io.Writer, total int, published, delivered *atomic.Int64) (stop func()) {
-	f, ok := w.(*os.File)
-	if !ok {
+	if !isTerminal(w) {
 		return func() {}
 	}
-	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return func() {}
-	}
+	f := w.(*os.File)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {

@@ -19,6 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"edgeq/gateway"
 	"edgeq/gateway/cluster"
 	"edgeq/gateway/metrics"
@@ -112,15 +114,12 @@ func watchStatus(ctx context.Context, c statusClient, w io.Writer, tty, raw bool
 	}
 }
 
-// isTerminal reports whether w is a character device (a terminal), where
-// --watch may move the cursor.
+// isTerminal reports whether w is a terminal, where --watch may move the
+// cursor and bench draws its progress bar. A character device is not enough:
+// /dev/null is one.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 type statusClient struct {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"edgeq/internal/backoff"
 )
 
 // ErrState is returned by Start on a started or stopped Responder.
@@ -149,19 +151,29 @@ func (r *Responder) laterLocked(d time.Duration, fn func()) {
 	r.timers[t] = struct{}{}
 }
 
+// readRetry paces reads after a socket error: 10 ms doubling up to 250 ms
+// (Stop waits for the loop, so at most that), reset by a packet.
+var readRetry = backoff.Policy{Min: 10 * time.Millisecond, Max: 250 * time.Millisecond}
+
 func (r *Responder) readLoop() {
 	defer r.wg.Done()
 	buf := make([]byte, maxPacket)
+	failures := 0
 	for {
 		p, err := r.conn.read(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			r.log.Warn("mdns read", "err", err)
-			time.Sleep(100 * time.Millisecond)
+			if failures == 0 {
+				r.log.Warn("mdns read failed; retrying", "err", err)
+			}
+			// Stop closes the socket, which ends the wait's next read.
+			time.Sleep(readRetry.Delay(failures, rand.Float64()))
+			failures++
 			continue
 		}
+		failures = 0
 		msg := new(dns.Msg)
 		if err := msg.Unpack(p.data); err != nil {
 			r.log.Debug("mdns: malformed packet ignored", "src", p.src, "err", err)

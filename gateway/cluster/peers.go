@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"edgeq/internal/backoff"
 )
 
 // Handler receives what the peer manager learns. Calls come from the
@@ -320,17 +323,29 @@ func (m *Manager) Start(ctx context.Context) error {
 // Wait blocks until the manager's goroutines have ended (after ctx ended).
 func (m *Manager) Wait() { m.wg.Wait() }
 
+// acceptRetry paces accepts after an error (out of file descriptors, say),
+// as net/http's server does: 5 ms doubling up to 1 s, reset by a success.
+var acceptRetry = backoff.Policy{Min: 5 * time.Millisecond, Max: time.Second}
+
 func (m *Manager) acceptLoop(ctx context.Context) {
 	defer m.wg.Done()
+	failures := 0
 	for {
 		c, err := m.ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			time.Sleep(50 * time.Millisecond)
+			if failures == 0 {
+				m.cfg.Logger.Warn("peer accept failed; retrying", "err", err)
+			}
+			if !backoff.Sleep(ctx.Done(), acceptRetry.Delay(failures, rand.Float64())) {
+				return
+			}
+			failures++
 			continue
 		}
+		failures = 0
 		// Before authentication a connection costs a goroutine and at most
 		// MaxHandshakeFrame bytes, for at most HandshakeTimeout, and only
 		// MaxHandshakes of them at once: the rest are closed unread.

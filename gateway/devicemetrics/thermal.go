@@ -17,9 +17,16 @@ import (
 //
 // A zone whose temp file is missing, unreadable (EINVAL, ENODATA, EAGAIN
 // from a sleeping sensor) or invalid is ABSENT from the output, never 0 °C
-// (GOTCHAS 5), and is counted in edgeq_device_thermal_zones_omitted. That is
-// also why this does not use procfs's ClassThermalZoneStats: it returns
-// Temp 0 for a missing temp file and swallows EINVAL with no error at all.
+// (GOTCHAS 5), and is counted in edgeq_device_thermal_zones_omitted.
+//
+// Why not procfs's sysfs.FS.ClassThermalZoneStats (v0.23.0, checked on the
+// fixtures): it opens files with a blocking os.Open, so a temp that is a
+// FIFO hangs the scrape for good; it joins every file's error of a zone into
+// one ReadErrors, with Temp 0 beside it, and needs a policy file, so the one
+// error that matters (temp) can only be told from a missing policy by its
+// text; it means to drop EINVAL from temp with no error at all (errors.Is
+// os.ErrInvalid, which a syscall.EINVAL does not match today); and it reads
+// five files of every zone before the zone limit applies.
 // A machine with no thermal zones (VMs, containers) reports none and succeeds.
 type thermalCollector struct {
 	sysRoot  string

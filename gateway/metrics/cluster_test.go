@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	vm "github.com/VictoriaMetrics/metrics"
-
 	"edgeq/discovery/election"
 	"edgeq/gateway/cluster"
 	"edgeq/gateway/groups"
@@ -21,9 +19,8 @@ import (
 // intended change and review the diff.
 func TestClusterExpositionGolden(t *testing.T) {
 	const golden = "testdata/cluster.golden"
-	vm.ExposeMetadata(true) // as Render does
 	var b bytes.Buffer
-	renderCluster(&enc{w: &b}, clusterSnapshot(t, 2))
+	renderCluster(&enc{w: &b, line: make([]byte, 0, 256)}, clusterSnapshot(t, 2))
 	got := b.Bytes()
 	mustLint(t, got)
 	compareGolden(t, golden, got)

@@ -1,6 +1,6 @@
 // Package metrics renders an edgeq node's /metrics page in the Prometheus
-// text format through github.com/VictoriaMetrics/metrics, and derives the
-// device health of /v1/status from the same device samples.
+// text format (version 0.0.4), and derives the device health of /v1/status
+// from the same device samples.
 //
 // The node gathers a Snapshot (copies of counters, positions and histogram
 // snapshots; see gateway/metrics.go) and Render writes it. Render is a pure
@@ -8,14 +8,15 @@
 // formatting a large page never holds up ingest or delivery, and tests render
 // fixed snapshots byte for byte.
 //
-// Every series whose labels change at run time (per partition, per queue
-// group, per bridge, the top devices, the device metrics) is written at
-// scrape time: single-series families with the library's Write* helpers,
-// multi-series ones with WriteMetadataIfNeeded once per family and one line
-// per series. The library's ExposeMetadata(true) is on, so every family has
-// its HELP and TYPE lines (the library writes HELP without a text).
-// Counters that only this package owns (scrapes, render time) live in a
-// metrics.Set; see Exposition.
+// Every family is written at scrape time by enc (text.go): HELP and TYPE
+// once, then one line per series. HELP texts live in one table, help.go;
+// device metrics carry theirs in devicemetrics.Sample.Help. A family without
+// a text fails TestEveryFamilyHasHelp and `promtool check metrics`
+// (TestPromtool). The page is written here rather than through
+// VictoriaMetrics/metrics, which edgeq used before: its metadata helper
+// writes HELP without a text (v1.45.0, metrics.go writeMetadata), and
+// everything else it did for edgeq (a counter and a histogram of scrapes)
+// is an atomic counter and internal/hist.
 //
 // Cardinality is bounded by configuration, never by traffic: partitions,
 // queue groups (queue.max_groups), bridges and their fixed reason sets,

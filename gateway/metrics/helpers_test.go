@@ -137,6 +137,7 @@ func richSnapshot(t testing.TB, partitions, ngroups int) *Snapshot {
 	s.MQTT = []mqtt.Status{{Name: "plant", Broker: "tcp://broker:1883", Connected: true, Subscribed: true,
 		Counters: mqtt.Counters{Received: 510, Stored: 500, Acked: 500, Connects: 1,
 			Unmappable: map[mqtt.Reason]uint64{mqtt.ReasonNoMatch: 4, mqtt.ReasonBadJSON: 6},
+			Rejected:   map[mqtt.Reason]uint64{mqtt.ReasonTooLarge: 2},
 			Dropped:    map[mqtt.Reason]uint64{mqtt.ReasonQueueFull: 1}}}}
 	s.Modbus = []modbus.Status{{Name: "rs485", Kind: "rtu", Address: "/dev/ttyUSB1", Open: true, Opens: 1, Stored: 40,
 		Latency: hist.Snapshot{Bounds: modbus.LatencyBuckets, Counts: make([]uint64, len(modbus.LatencyBuckets)+1), Sum: 40 * time.Millisecond},

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	vm "github.com/VictoriaMetrics/metrics"
 
 	"edgeq/gateway/metrics/lint"
 	"edgeq/internal/hist"
@@ -24,7 +23,6 @@ func TestLogExpositionGolden(t *testing.T) {
 		RoundLatency: hist.Snapshot{Bounds: []time.Duration{time.Millisecond, 10 * time.Millisecond},
 			Counts: []uint64{700, 290, 10}, Sum: 3 * time.Second},
 	}
-	vm.ExposeMetadata(true) // as Render does
 	var b bytes.Buffer
 	renderLog(&enc{w: &b}, s)
 	got := b.Bytes()

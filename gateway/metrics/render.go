@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strconv"
 
-	vm "github.com/VictoriaMetrics/metrics"
-
 	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
@@ -35,16 +33,13 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 // Render writes the snapshot in the Prometheus text format: node, ingest,
 // log, queue groups, live tail, cluster (when there is one), NATS, bridges,
 // device metrics. Families
-// appear once each, with HELP and TYPE; the order is fixed, and so is the
-// series order within a family (partitions by number, groups by key, the
-// rest as the snapshot lists them), so two renders of one snapshot are
-// byte-identical.
+// appear once each, with HELP (the help table's text) and TYPE; the order is
+// fixed, and so is the series order within a family (partitions by number,
+// groups by key, the rest as the snapshot lists them), so two renders of one
+// snapshot are byte-identical.
 //
-// It turns on the library's metadata (vm.ExposeMetadata(true), process-wide:
-// edgeq wants HELP and TYPE everywhere) and writes many small pieces: give
-// it a buffer, not a network connection.
+// It writes many small pieces: give it a buffer, not a network connection.
 func Render(w io.Writer, s *Snapshot) {
-	vm.ExposeMetadata(true)
 	e := &enc{w: w, line: make([]byte, 0, 256)}
 	renderNode(e, s)
 	renderIngest(e, s)
@@ -166,21 +161,13 @@ func renderLog(e *enc, s *Snapshot) {
 
 // renderCommit writes the node-wide commit schedule (wal.CommitStats).
 func renderCommit(e *enc, c *wal.CommitStats) {
-	for _, f := range []struct {
-		name, help string
-		v          uint64
-	}{
-		{"edgeq_wal_fsyncs_total", "fsync calls on the log's segment files, all partitions together.", c.Fsyncs},
-		{"edgeq_wal_written_bytes_total", "Bytes the log wrote to the OS (page cache), all partitions together, rewrites after a write error included.", c.WrittenBytes},
-		{"edgeq_wal_commit_rounds_total", "Group-commit rounds: each one fsyncs every partition with unsynced appends, then acknowledges them.", c.Rounds},
-		{"edgeq_wal_commit_round_records_total", "Records made durable by commit rounds; divided by the rounds, the mean round size.", c.RoundRecords},
-		{"edgeq_wal_commit_round_bytes_total", "Bytes made durable by commit rounds.", c.RoundBytes},
-	} {
-		e.familyHelp(f.name, counter, f.help)
-		e.u(f.name, f.v)
-	}
+	e.counter1("edgeq_wal_fsyncs_total", c.Fsyncs)
+	e.counter1("edgeq_wal_written_bytes_total", c.WrittenBytes)
+	e.counter1("edgeq_wal_commit_rounds_total", c.Rounds)
+	e.counter1("edgeq_wal_commit_round_records_total", c.RoundRecords)
+	e.counter1("edgeq_wal_commit_round_bytes_total", c.RoundBytes)
 	const round = "edgeq_wal_commit_round_duration_seconds"
-	e.familyHelp(round, histogram, "Wall time of one commit round: its fsyncs, some of them in parallel.")
+	e.family(round, histogram)
 	e.hist(round, c.RoundLatency)
 }
 
@@ -502,12 +489,11 @@ func renderModbus(e *enc, s *Snapshot) {
 }
 
 // RenderDevice writes device samples (devicemetrics.CollectAll), one
-// family per metric name with HELP and TYPE from the library. CollectAll
+// family per metric name with the samples' own HELP text and TYPE. CollectAll
 // keeps the samples of one name together; should a name come back later
 // anyway, its samples are moved up to its first run rather than written as a
 // second family.
 func RenderDevice(w io.Writer, samples []devicemetrics.Sample) {
-	vm.ExposeMetadata(true)
 	if !contiguous(samples) {
 		samples = groupByName(samples)
 	}
@@ -515,7 +501,7 @@ func RenderDevice(w io.Writer, samples []devicemetrics.Sample) {
 	prev := ""
 	for i, s := range samples {
 		if i == 0 || s.Name != prev {
-			e.family(s.Name, s.Type.String())
+			e.meta(s.Name, s.Help, s.Type.String())
 			prev = s.Name
 		}
 		e.sample(s)

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	vm "github.com/VictoriaMetrics/metrics"
-
 	"edgeq/gateway/devicemetrics"
 	"edgeq/internal/hist"
 )
@@ -19,36 +17,26 @@ const (
 	histogram = "histogram"
 )
 
-// enc writes series lines. Metadata comes from the library
-// (vm.WriteMetadataIfNeeded, or the Write* helpers for single series); enc
-// adds what the library has no helper for: one family with many labelled
-// series, and a histogram from a hist.Snapshot.
+// enc writes families: their HELP (from the help table) and TYPE lines, then
+// one line per series, and histograms from a hist.Snapshot.
 type enc struct {
 	w    io.Writer
 	line []byte // reused for each line
 }
 
-// family starts a family of several series: HELP and TYPE, once.
-func (e *enc) family(name, typ string) { vm.WriteMetadataIfNeeded(e.w, name, typ) }
+// family starts a family: HELP with its text from the help table, and TYPE.
+func (e *enc) family(name, typ string) { e.meta(name, help[name], typ) }
 
-// familyHelp starts a family with a HELP text of its own (the library's
-// metadata has none).
-func (e *enc) familyHelp(name, typ, help string) {
-	e.line = append(e.line[:0], "# HELP "...)
-	e.line = append(e.line, name...)
-	e.line = append(e.line, ' ')
-	e.line = append(e.line, help...) // no backslash or newline in these texts
-	e.line = append(e.line, "\n# TYPE "...)
-	e.line = append(e.line, name...)
-	e.line = append(e.line, ' ')
-	e.line = append(e.line, typ...)
-	e.write()
+// meta writes a family's HELP and TYPE lines.
+func (e *enc) meta(name, text, typ string) {
+	e.line = appendMeta(e.line[:0], name, text, typ)
+	_, _ = e.w.Write(e.line)
 }
 
 // counter1, gauge1 and gaugeF1 write a family with a single unlabelled series.
-func (e *enc) counter1(name string, v uint64) { vm.WriteCounterUint64(e.w, name, v) }
-func (e *enc) gauge1(name string, v uint64)   { vm.WriteGaugeUint64(e.w, name, v) }
-func (e *enc) gaugeF1(name string, v float64) { vm.WriteGaugeFloat64(e.w, name, v) }
+func (e *enc) counter1(name string, v uint64) { e.family(name, counter); e.u(name, v) }
+func (e *enc) gauge1(name string, v uint64)   { e.family(name, gauge); e.u(name, v) }
+func (e *enc) gaugeF1(name string, v float64) { e.family(name, gauge); e.f(name, v) }
 
 // u writes one series of the current family; labels are name/value pairs.
 func (e *enc) u(name string, v uint64, labels ...string) {
@@ -133,24 +121,44 @@ func appendSeries(dst []byte, name string, labels []string) []byte {
 	return append(dst, '}')
 }
 
-// appendLabel appends name="value" with the text format's escapes: the
-// backslash, the double quote and the line feed.
+// appendMeta appends "# HELP name text" and "# TYPE name typ" lines.
+func appendMeta(dst []byte, name, text, typ string) []byte {
+	dst = append(dst, "# HELP "...)
+	dst = append(dst, name...)
+	if text != "" {
+		dst = appendEscaped(append(dst, ' '), text, false)
+	}
+	dst = append(dst, "\n# TYPE "...)
+	dst = append(dst, name...)
+	dst = append(dst, ' ')
+	dst = append(dst, typ...)
+	return append(dst, '\n')
+}
+
+// appendLabel appends name="value".
 func appendLabel(dst []byte, name, value string) []byte {
 	dst = append(dst, name...)
 	dst = append(dst, '=', '"')
-	for i := 0; i < len(value); i++ {
-		switch c := value[i]; c {
-		case '\\':
+	return append(appendEscaped(dst, value, true), '"')
+}
+
+// appendEscaped appends s with the text format's escapes: the backslash and
+// the line feed in HELP text, and in a label value (quoted) also the double
+// quote.
+func appendEscaped(dst []byte, s string, quoted bool) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
 			dst = append(dst, '\\', '\\')
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\n':
+		case c == '\n':
 			dst = append(dst, '\\', 'n')
+		case c == '"' && quoted:
+			dst = append(dst, '\\', '"')
 		default:
 			dst = append(dst, c)
 		}
 	}
-	return append(dst, '"')
+	return dst
 }
 
 // appendFloat writes whole numbers plainly (3977408512, not 3.977408512e+09)
