@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-
 	"edgeq/gateway/metrics/lint"
 	"edgeq/internal/hist"
 	"edgeq/wal"
