@@ -115,7 +115,8 @@ func ParseCommand(buf []byte, lim Limits, cmd *Command) (int, error) {
 	bodies := cmd.Bodies[:0]
 	*cmd = Command{Bodies: bodies}
 	name, rest, _ := bytes.Cut(line, []byte(" "))
-	params := fields(rest)
+	var pbuf [4][]byte
+	params := fields(rest, &pbuf)
 	switch string(name) {
 	case "IDENTIFY":
 		cmd.Kind = CmdIdentify
@@ -284,10 +285,11 @@ func splitMPUB(cmd *Command, lim Limits) error {
 	return nil
 }
 
-// fields splits on single spaces, as nsqd does, dropping empty fields.
-func fields(b []byte) [][]byte {
-	var out [][]byte
-	for len(b) > 0 && len(out) < 4 {
+// fields splits on single spaces, as nsqd does, dropping empty fields; at
+// most len(buf) of them (no command takes more), without allocating.
+func fields(b []byte, buf *[4][]byte) [][]byte {
+	out := buf[:0]
+	for len(b) > 0 && len(out) < len(buf) {
 		var f []byte
 		f, b, _ = bytes.Cut(b, []byte(" "))
 		if len(f) > 0 {
