@@ -34,6 +34,8 @@ type Snapshot struct {
 	Dispatch groups.Counters
 	Tail     groups.TailStats
 	NATS     NATSStats
+	// NSQ is nil when the NSQ listener is off.
+	NSQ *NSQStats
 
 	Serial []serial.Status
 	MQTT   []mqtt.Status
@@ -70,6 +72,21 @@ type NATSStats struct {
 	SlowConsumers, WriteTimeouts, Stale uint64 // connections closed, by reason (also in Closed)
 	ForeignAcks                         uint64 // acks from a connection that did not hold the message
 	Closed                              []ReasonCount
+}
+
+// NSQStats is a copy of nsqserver.Stats and its flow gauges.
+type NSQStats struct {
+	Connections               int64 // open now
+	TotalConnections, Refused uint64
+	AuthFailures              uint64
+	Published, PublishErrors  uint64
+	Delivered                 uint64
+	Fin, Req, Touch           uint64
+	UnknownIDs                uint64 // FIN, REQ or TOUCH of an ID the connection does not hold
+	RdyExceeded               uint64 // deliveries beyond a connection's RDY (stays 0)
+	SlowConsumers             uint64
+	RDY, InFlight             int64         // summed over connections
+	Errors                    []ReasonCount // error frames by code, sorted
 }
 
 // ReasonCount is one labelled count.
