@@ -74,7 +74,7 @@ func buildNSQTools(dir string) error {
 }
 
 // newNSQNode is a node with NSQ on a free loopback port.
-func newNSQNode(t *testing.T, yaml string, env ...string) (*node, string) {
+func newNSQNode(t testing.TB, yaml string, env ...string) (*node, string) {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	n := newNode(t, yaml, append([]string{"EDGEQ_NSQ_LISTEN=" + addr}, env...)...)
