@@ -92,6 +92,10 @@ func TestRejectsWithKeyNames(t *testing.T) {
 		{"bad env value", "", []string{"EDGEQ_QUEUE_MAX_DELIVER=many"}, "EDGEQ_QUEUE_MAX_DELIVER (queue.max_deliver)"},
 		{"bad log level", "log_level: loud\n", nil, "log_level"},
 		{"bad node id", "node_id: a b\n", nil, "node_id"},
+		{"nsq beyond loopback without token", "nsq:\n  listen: 0.0.0.0:4150\n", nil, "nsq.listen: \"0.0.0.0:4150\" is beyond loopback: set nsq.auth_token"},
+		{"nsq rdy", "nsq:\n  listen: 127.0.0.1:4150\n  max_rdy_count: 0\n", nil, "nsq.max_rdy_count"},
+		{"nsq heartbeat", "", []string{"EDGEQ_NSQ_LISTEN=127.0.0.1:4150", "EDGEQ_NSQ_HEARTBEAT_INTERVAL=5m"}, "nsq.heartbeat_interval"},
+		{"nsq msg size over max_payload", "nsq:\n  listen: 127.0.0.1:4150\n  max_msg_size: 2MiB\n", nil, "nsq.max_msg_size"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,6 +113,17 @@ func TestRejectsWithKeyNames(t *testing.T) {
 
 func TestAuthAllowsNonLoopback(t *testing.T) {
 	path := writeFile(t, "nats:\n  listen: 0.0.0.0:4222\n  auth_token: s3cret\nhttp:\n  listen: 0.0.0.0:8222\n  token: t\n")
+	if _, err := Load(path, nil, Flags{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNSQOffByDefault(t *testing.T) {
+	cfg, err := Load("", nil, Flags{})
+	if err != nil || cfg.NSQ.Listen != "" {
+		t.Fatalf("nsq.listen %q, err %v: want off by default", cfg.NSQ.Listen, err)
+	}
+	path := writeFile(t, "nsq:\n  listen: 0.0.0.0:4150\n  auth_token: s3cret\n")
 	if _, err := Load(path, nil, Flags{}); err != nil {
 		t.Fatal(err)
 	}

@@ -543,8 +543,8 @@ func (c *conn) auth(secret []byte) error {
 // filterOf maps a topic to the subject filter of its queue groups: the
 // telemetry topic to <prefix>.>, a per-device topic <prefix>.<device> to
 // that device's subject.
-func (c *conn) filterOf(topic []byte) (string, bool) {
-	p := c.s.cfg.TelemetryPrefix
+func (s *Server) filterOf(topic []byte) (string, bool) {
+	p := s.cfg.TelemetryPrefix
 	switch {
 	case string(topic) == p:
 		return p + ".>", true
@@ -561,7 +561,7 @@ func (c *conn) sub(cmd *Command) error {
 	if c.heartbeat <= 0 {
 		return fatalf("E_INVALID", "cannot SUB with heartbeats disabled")
 	}
-	filter, ok := c.filterOf(cmd.Topic)
+	filter, ok := c.s.filterOf(cmd.Topic)
 	if !ok {
 		p := c.s.cfg.TelemetryPrefix
 		return fatalf("E_BAD_TOPIC", "SUB topic %q is not served: use %q or %q.<device>", cmd.Topic, p, p)

@@ -45,8 +45,7 @@ func (l *Lookup) Topic(w http.ResponseWriter, r *http.Request) {
 		l.reply(w, v1, http.StatusBadRequest, map[string]string{"message": "MISSING_ARG_TOPIC"})
 		return
 	}
-	c := conn{s: l.Server}
-	filter, ok := c.filterOf([]byte(topic))
+	filter, ok := l.Server.filterOf([]byte(topic))
 	if !ok || !ValidTopicName([]byte(topic)) {
 		l.reply(w, v1, http.StatusNotFound, map[string]string{"message": "TOPIC_NOT_FOUND"})
 		return
