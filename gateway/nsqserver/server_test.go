@@ -395,3 +395,31 @@ func TestAuth(t *testing.T) {
 		t.Fatal("publish without the secret: no error")
 	}
 }
+
+// TestResponseOrder: pipelined publishes across partitions, some refused
+// at once, get their answers in command order (go-nsq matches them FIFO).
+func TestResponseOrder(t *testing.T) {
+	r := newRig(t, nil)
+	p := producer(t, r)
+	const n = 300
+	done := make(chan *nsq.ProducerTransaction, n)
+	for i := range n {
+		body := fmt.Appendf(nil, `{"device":"dev-%d","i":%d}`, i%17, i)
+		if i%3 == 2 {
+			body = fmt.Appendf(nil, `{"i":%d}`, i) // no device: E_BAD_MESSAGE
+		}
+		if err := p.PublishAsync("telemetry", body, done, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		tr := <-done
+		i := tr.Args[0].(int)
+		if bad := i%3 == 2; bad != (tr.Error != nil) {
+			t.Fatalf("publish %d: error %v", i, tr.Error)
+		}
+	}
+	if got := r.s.stats.Published.Load(); got != n-n/3 {
+		t.Fatalf("published %d, want %d", got, n-n/3)
+	}
+}
