@@ -358,7 +358,12 @@ func (c *conn) Deliver(d *groups.Delivery) bool {
 		}
 	}
 	if len(c.inflight) >= c.maxIDs() {
-		c.evictOldest()
+		// Only deliveries that timed out (and went elsewhere) can fill the
+		// table past the largest RDY.
+		c.sweep(now)
+		if len(c.inflight) >= c.maxIDs() {
+			c.evictOldest()
+		}
 	}
 	c.nextSeq++
 	seq := c.nextSeq
