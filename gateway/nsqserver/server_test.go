@@ -423,3 +423,35 @@ func TestResponseOrder(t *testing.T) {
 		t.Fatalf("published %d, want %d", got, n-n/3)
 	}
 }
+
+// TestDeliverAccounting: a delivery beyond RDY is counted; timed-out
+// entries do not count and the ID table stays within its bound.
+func TestDeliverAccounting(t *testing.T) {
+	s := New(Config{MaxRdyCount: 4, MaxPending: 1 << 20, AckWait: time.Hour}, nil, nil, quiet())
+	c := newConn(s, 1, nil)
+	c.rdy = 2
+	d := &groups.Delivery{Record: &wal.Record{Device: "a", Payload: []byte("x")}, Deliveries: 1,
+		Ack: groups.AckHandle{Group: 1, Member: "m", Offset: 1, Deliveries: 1}}
+	for range 2 {
+		if !c.Deliver(d) {
+			t.Fatal("refused")
+		}
+	}
+	if s.stats.RdyExceeded.Load() != 0 {
+		t.Fatal("counted within RDY")
+	}
+	c.Deliver(d)
+	if s.stats.RdyExceeded.Load() != 1 {
+		t.Fatal("a third delivery with RDY 2 not counted")
+	}
+	// Entries past ack_wait are the group's no more: not counted, and
+	// dropped when the table fills.
+	s.cfg.AckWait = time.Nanosecond
+	c.rdy = 1
+	for range 2 * c.maxIDs() {
+		c.Deliver(d)
+	}
+	if s.stats.RdyExceeded.Load() != 1 || len(c.inflight) > c.maxIDs() {
+		t.Fatalf("exceeded %d, table %d (bound %d)", s.stats.RdyExceeded.Load(), len(c.inflight), c.maxIDs())
+	}
+}
