@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"testing"
@@ -454,4 +455,33 @@ func TestDeliverAccounting(t *testing.T) {
 	if s.stats.RdyExceeded.Load() != 1 || len(c.inflight) > c.maxIDs() {
 		t.Fatalf("exceeded %d, table %d (bound %d)", s.stats.RdyExceeded.Load(), len(c.inflight), c.maxIDs())
 	}
+}
+
+// TestGarbage: random bytes after the magic, on many connections, end
+// those connections and nothing else: the server still serves a producer
+// and a consumer afterwards.
+func TestGarbage(t *testing.T) {
+	r := newRig(t, nil)
+	rng := rand.New(rand.NewPCG(1, 2))
+	seeds := [][]byte{[]byte("SUB telemetry w\nRDY 5\n"), []byte("PUB telemetry.x\n"), []byte("MPUB telemetry\n"), []byte("IDENTIFY\n")}
+	for i := range 200 {
+		nc, err := net.Dial("tcp", r.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := append([]byte(Magic), seeds[i%len(seeds)]...)
+		junk := make([]byte, rng.IntN(512))
+		for j := range junk {
+			junk[j] = byte(rng.UintN(256))
+		}
+		_, _ = nc.Write(append(b, junk...))
+		_ = nc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		_, _ = io.Copy(io.Discard, nc)
+		nc.Close()
+	}
+	p := producer(t, r)
+	if err := p.Publish("telemetry.after", []byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return r.s.stats.Connections.Load() == 1 })
 }
