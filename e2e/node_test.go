@@ -28,6 +28,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(nsqHelperEnv) != "" {
+		os.Exit(nsqHelperMain()) // a consumer process for TestNSQConsumers to kill
+	}
 	dir, err := os.MkdirTemp("", "edgeq-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -45,6 +48,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	nodeBin = edgeqBin
+	nsqToolsDir = filepath.Join(dir, "nsqtools")
 	if b := os.Getenv("EDGEQ_E2E_BIN"); b != "" {
 		nodeBin = b
 	}

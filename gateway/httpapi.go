@@ -11,8 +11,21 @@ import (
 	"syscall"
 
 	"edgeq/gateway/console"
+	"edgeq/gateway/nsqserver"
 	"edgeq/wal"
 )
+
+// nsqChannels lists the queues of the groups with filter: an NSQ topic's
+// channels.
+func (n *Node) nsqChannels(filter string) []string {
+	var out []string
+	for _, g := range n.queues.Stats() {
+		if g.Key.Filter == filter {
+			out = append(out, g.Key.Queue)
+		}
+	}
+	return out
+}
 
 func (n *Node) httpHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -43,6 +56,17 @@ func (n *Node) httpHandler() http.Handler {
 		mux.Handle("GET /console/", http.StripPrefix("/console", page))
 	}
 	mux.Handle("POST /v1/publish/{device}", n.authorized(http.HandlerFunc(n.handlePublish)))
+	if n.nsq != nil {
+		// nsqlookupd's endpoints, for go-nsq's ConnectToNSQLookupd; open like
+		// /healthz (they name only the NSQ address, and the channels when
+		// the API has no token).
+		l := &nsqserver.Lookup{Server: n.nsq}
+		if n.cfg.HTTP.Token == "" {
+			l.Channels = n.nsqChannels
+		}
+		mux.HandleFunc("GET /lookup", l.Topic)
+		mux.HandleFunc("GET /ping", l.Ping)
+	}
 	return mux
 }
 

@@ -132,6 +132,9 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 	for _, r := range natsserver.CloseReasons() {
 		s.NATS.Closed = append(s.NATS.Closed, metrics.ReasonCount{Reason: r.String(), N: cs.Closed(r)})
 	}
+	if n.nsq != nil {
+		s.NSQ = n.nsqStats()
+	}
 	for _, p := range n.serial {
 		s.Serial = append(s.Serial, p.Status())
 	}
@@ -148,6 +151,22 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 		s.Device = n.metrics.deviceSamples(now)
 	}
 	return s
+}
+
+func (n *Node) nsqStats() *metrics.NSQStats {
+	c := n.nsq.Counters()
+	st := &metrics.NSQStats{
+		Connections: c.Connections.Load(), TotalConnections: c.TotalConnections.Load(), Refused: c.Refused.Load(),
+		AuthFailures: c.AuthFailures.Load(), Published: c.Published.Load(), PublishErrors: c.PubErrors.Load(),
+		Delivered: c.Delivered.Load(), Fin: c.Fin.Load(), Req: c.Req.Load(), Touch: c.Touch.Load(),
+		UnknownIDs: c.FinFailed.Load(), RdyExceeded: c.RdyExceeded.Load(), SlowConsumers: c.SlowConsumers.Load(),
+	}
+	st.RDY, st.InFlight = n.nsq.Flow()
+	for code, v := range c.Errors() {
+		st.Errors = append(st.Errors, metrics.ReasonCount{Reason: code, N: v})
+	}
+	sort.Slice(st.Errors, func(i, j int) bool { return st.Errors[i].Reason < st.Errors[j].Reason })
+	return st
 }
 
 // hotView returns the n busiest devices and the detector's counters, holding

@@ -24,6 +24,7 @@ import (
 	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
 	"edgeq/gateway/natsserver"
+	"edgeq/gateway/nsqserver"
 	"edgeq/gateway/queue"
 	"edgeq/gateway/tlsconf"
 	"edgeq/wal"
@@ -42,6 +43,7 @@ type Node struct {
 	queues *groups.Registry
 	tail   *groups.Tail
 	nats   *natsserver.Server
+	nsq    *nsqserver.Server // nil unless nsq.listen is set
 
 	serial  []*serial.Port
 	cluster *cluster.Node // nil unless cluster.name is set
@@ -156,6 +158,26 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		TLSHandshakeFirst: cfg.NATS.TLS.HandshakeFirst,
 		TLSFallback:       cfg.NATS.TLS.HandshakeFirstFallback,
 	}, n.ingest, n.queues, n.tail, logger)
+	if nc := cfg.NSQ; nc.Listen != "" {
+		n.nsq = nsqserver.New(nsqserver.Config{
+			Listen:            nc.Listen,
+			AuthToken:         nc.AuthToken,
+			TelemetryPrefix:   cfg.NATS.TelemetryPrefix,
+			DeviceField:       nc.DeviceField,
+			MaxRdyCount:       nc.MaxRdyCount,
+			MaxMsgSize:        int(nc.MaxMsgSize),
+			MaxBodySize:       int(nc.MaxBodySize),
+			MaxConnections:    nc.MaxConnections,
+			MaxPending:        int(nc.MaxPending),
+			MaxPendingPubs:    nc.MaxPendingPublishes,
+			HeartbeatInterval: nc.HeartbeatInterval,
+			MaxReqTimeout:     nc.MaxReqTimeout,
+			WriteDeadline:     nc.WriteDeadline,
+			AckWait:           cfg.Queue.AckWait,
+			NodeID:            id,
+			Version:           version,
+		}, n.ingest, n.queues, logger)
+	}
 	for _, sc := range cfg.Serial {
 		p, err := serial.New(sc, n.ingest, logger)
 		if err != nil {
@@ -254,6 +276,12 @@ func (n *Node) Start() error {
 		n.Shutdown(time.Second)
 		return err
 	}
+	if n.nsq != nil {
+		if err := n.nsq.Start(); err != nil {
+			n.Shutdown(time.Second)
+			return err
+		}
+	}
 	if n.cluster != nil {
 		if err := n.cluster.Start(ctx, n.goBackground); err != nil {
 			n.Shutdown(time.Second)
@@ -342,6 +370,14 @@ func (n *Node) expireGroups(ctx context.Context) {
 // NATSAddr and HTTPAddr are the bound addresses (useful with port 0).
 func (n *Node) NATSAddr() string { return n.nats.Addr().String() }
 
+// NSQAddr is the NSQ listener's address, empty when NSQ is off.
+func (n *Node) NSQAddr() string {
+	if n.nsq == nil || n.nsq.Addr() == nil {
+		return ""
+	}
+	return n.nsq.Addr().String()
+}
+
 // HTTPAddr is the HTTP listener's address, empty when HTTP is off.
 func (n *Node) HTTPAddr() string {
 	if n.httpLn == nil {
@@ -358,6 +394,9 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 		deadline := time.Now().Add(timeout)
 		n.logger.Info("draining", "timeout", timeout)
 		n.nats.StopAccepting()
+		if n.nsq != nil {
+			n.nsq.StopAccepting()
+		}
 		// Bridges stop first: what they read is stored (and acked upstream)
 		// before the log closes.
 		for i, b := range n.mqtt {
@@ -383,6 +422,11 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 		var errs []error
 		if err := n.nats.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("nats shutdown: %w", err))
+		}
+		if n.nsq != nil {
+			if err := n.nsq.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("nsq shutdown: %w", err))
+			}
 		}
 		if n.httpSrv != nil {
 			_ = n.httpSrv.Shutdown(ctx)

@@ -32,6 +32,8 @@ type Status struct {
 	MQTT          []mqtt.Status     `json:"mqtt,omitempty"`
 	Modbus        []modbus.Status   `json:"modbus,omitempty"`
 	Cluster       *ClusterStatus    `json:"cluster,omitempty"`
+	// NSQ is the NSQ listener, when it is on.
+	NSQ *NSQStatus `json:"nsq,omitempty"`
 	// Device is the gateway's health (CPU, load, temperatures, memory, the
 	// data directory's disk, this process).
 	Device metrics.DeviceHealth `json:"device"`
@@ -148,6 +150,38 @@ type ConnStatus struct {
 	ProtocolErrs  uint64 `json:"protocol_errors"`
 }
 
+// NSQStatus summarizes the NSQ listener: connections, the RDY they gave and
+// what they hold, publishes and acknowledgements.
+type NSQStatus struct {
+	Listen        string            `json:"listen"`
+	Connections   int64             `json:"connections"`
+	RDY           int64             `json:"rdy"`
+	InFlight      int64             `json:"in_flight"`
+	RdyExceeded   uint64            `json:"rdy_exceeded"`
+	Published     uint64            `json:"published"`
+	PublishErrors uint64            `json:"publish_errors"`
+	Delivered     uint64            `json:"delivered"`
+	Fin           uint64            `json:"fin"`
+	Req           uint64            `json:"req"`
+	Touch         uint64            `json:"touch"`
+	UnknownIDs    uint64            `json:"unknown_ids"`
+	SlowConsumers uint64            `json:"slow_consumer_closes"`
+	Errors        map[string]uint64 `json:"errors"`
+}
+
+func nsqStatusOf(n *metrics.NSQStats, listen string) *NSQStatus {
+	if n == nil {
+		return nil
+	}
+	st := &NSQStatus{Listen: listen, Connections: n.Connections, RDY: n.RDY, InFlight: n.InFlight, RdyExceeded: n.RdyExceeded,
+		Published: n.Published, PublishErrors: n.PublishErrors, Delivered: n.Delivered, Fin: n.Fin, Req: n.Req, Touch: n.Touch,
+		UnknownIDs: n.UnknownIDs, SlowConsumers: n.SlowConsumers, Errors: map[string]uint64{}}
+	for _, c := range n.Errors {
+		st.Errors[c.Reason] = c.N
+	}
+	return st
+}
+
 // TailStatus summarizes the live tail.
 type TailStatus struct {
 	Subscribers int    `json:"subscribers"`
@@ -161,6 +195,7 @@ func (n *Node) Status() Status {
 	snap := n.snapshot(statusTopDevices, true)
 	st := statusOf(&snap)
 	st.DataDir, st.NATS, st.HTTP, st.Durability = n.cfg.DataDir, n.NATSAddr(), n.HTTPAddr(), string(n.cfg.WAL.Durability)
+	st.NSQ = nsqStatusOf(snap.NSQ, n.NSQAddr())
 	return st
 }
 

@@ -119,6 +119,7 @@ func redact(cfg config.Config) config.Config {
 		}
 	}
 	hide(&cfg.NATS.AuthToken)
+	hide(&cfg.NSQ.AuthToken)
 	hide(&cfg.HTTP.Token)
 	hide(&cfg.Cluster.Secret)
 	users := make([]config.User, len(cfg.NATS.Users))

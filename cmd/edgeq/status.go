@@ -266,6 +266,10 @@ func printStatus(w io.Writer, st, prev *gateway.Status) {
 	printBridges(w, st, prev, r)
 	fmt.Fprintf(w, "\nconnections %d (total %d, auth failures %d, slow-consumer closes %d, stale %d)\n",
 		st.Connections.Current, st.Connections.Total, st.Connections.AuthFailures, st.Connections.SlowConsumers+st.Connections.WriteTimeouts, st.Connections.Stale)
+	if q := st.NSQ; q != nil {
+		fmt.Fprintf(w, "nsq %s: connections %d, rdy %d, in flight %d, fin %d, req %d, touch %d, unknown ids %d, rdy exceeded %d\n",
+			q.Listen, q.Connections, q.RDY, q.InFlight, q.Fin, q.Req, q.Touch, q.UnknownIDs, q.RdyExceeded)
+	}
 	names := make([]string, 0, len(st.Sources))
 	for name := range st.Sources {
 		names = append(names, name)

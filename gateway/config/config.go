@@ -36,6 +36,7 @@ type Config struct {
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
 	NATS   NATS          `yaml:"nats"`
+	NSQ    NSQ           `yaml:"nsq"`
 	HTTP   HTTP          `yaml:"http"`
 	WAL    WAL           `yaml:"wal"`
 	Queue  QueueDefaults `yaml:"queue"`
@@ -117,6 +118,41 @@ type NATS struct {
 	TLS TLS `yaml:"tls"`
 	// AllowPlaintext lets listen be beyond loopback without TLS.
 	AllowPlaintext bool `yaml:"allow_plaintext"`
+}
+
+// NSQ is the NSQ TCP protocol (V2) listener: go-nsq and the NSQ tools as
+// workers and publishers. The topic is nats.telemetry_prefix (or
+// <prefix>.<device>); a channel is the queue group (<prefix>.>, channel).
+type NSQ struct {
+	// Listen is host:port, e.g. 127.0.0.1:4150; empty (the default) leaves
+	// NSQ off. Beyond loopback it needs auth_token (clients send it with AUTH).
+	Listen    string `yaml:"listen"`
+	AuthToken string `yaml:"auth_token"`
+	// DeviceField is the JSON path (tidwall/gjson syntax) of the device ID in
+	// a message published to the bare topic (default "device").
+	DeviceField string `yaml:"device_field"`
+	// MaxRdyCount is the largest RDY a client may ask for (default 2500).
+	MaxRdyCount int `yaml:"max_rdy_count"`
+	// MaxMsgSize bounds one message (default 1MiB, at most nats.max_payload);
+	// MaxBodySize an MPUB or IDENTIFY body (default 5MiB).
+	MaxMsgSize  ByteSize `yaml:"max_msg_size"`
+	MaxBodySize ByteSize `yaml:"max_body_size"`
+	// MaxConnections bounds client connections (default 1024).
+	MaxConnections int `yaml:"max_connections"`
+	// MaxPending is the output a connection may have queued before it is
+	// closed as a slow consumer (default 8MiB).
+	MaxPending ByteSize `yaml:"max_pending"`
+	// MaxPendingPublishes bounds one connection's publishes awaiting
+	// durability; beyond it the connection is not read (default 1024).
+	MaxPendingPublishes int `yaml:"max_pending_publishes"`
+	// HeartbeatInterval is the default heartbeat (default 30s; clients may
+	// ask for 1s..60s in IDENTIFY).
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// MaxReqTimeout caps a REQ's delay (default 1h).
+	MaxReqTimeout time.Duration `yaml:"max_req_timeout"`
+	// WriteDeadline closes a connection whose socket accepts nothing for this
+	// long (default 5s).
+	WriteDeadline time.Duration `yaml:"write_deadline"`
 }
 
 // TLS is a listener's TLS (1.2 or later). The files are read again on
@@ -306,6 +342,18 @@ func Default() Config {
 			MaxPingsOut:            3,
 			AuthTimeout:            5 * time.Second,
 		},
+		NSQ: NSQ{
+			DeviceField:         "device",
+			MaxRdyCount:         2500,
+			MaxMsgSize:          1 << 20,
+			MaxBodySize:         5 << 20,
+			MaxConnections:      1024,
+			MaxPending:          8 << 20,
+			MaxPendingPublishes: 1024,
+			HeartbeatInterval:   30 * time.Second,
+			MaxReqTimeout:       time.Hour,
+			WriteDeadline:       5 * time.Second,
+		},
 		HTTP: HTTP{Listen: "127.0.0.1:8222", Console: true, EventsInterval: time.Second, MaxEventStreams: 8},
 		WAL: WAL{
 			Partitions:    w.Partitions,
@@ -369,6 +417,7 @@ func (c *Config) Validate() error {
 		bad("shutdown_timeout", "%v, want > 0", c.ShutdownTimeout)
 	}
 	c.validateNATS(bad)
+	c.validateNSQ(bad)
 	if c.HTTP.Listen != "" {
 		if err := checkHostPort(c.HTTP.Listen); err != nil {
 			bad("http.listen", "%v", err)
@@ -577,6 +626,48 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 	}
 	if n.AuthTimeout <= 0 {
 		bad("nats.auth_timeout", "%v, want > 0", n.AuthTimeout)
+	}
+}
+
+func (c *Config) validateNSQ(bad func(key, format string, args ...any)) {
+	n := c.NSQ
+	if n.Listen == "" {
+		return
+	}
+	if err := checkHostPort(n.Listen); err != nil {
+		bad("nsq.listen", "%v", err)
+	} else if !isLoopback(n.Listen) && n.AuthToken == "" {
+		bad("nsq.listen", "%q is beyond loopback: set nsq.auth_token", n.Listen)
+	}
+	if n.DeviceField == "" {
+		bad("nsq.device_field", "empty, want a JSON path such as device")
+	}
+	if n.MaxRdyCount < 1 || n.MaxRdyCount > 1<<16 {
+		bad("nsq.max_rdy_count", "%d, want 1..65536", n.MaxRdyCount)
+	}
+	if n.MaxMsgSize < 1024 || n.MaxMsgSize > c.NATS.MaxPayload {
+		bad("nsq.max_msg_size", "%d, want 1KiB..nats.max_payload (%d)", n.MaxMsgSize, c.NATS.MaxPayload)
+	}
+	if n.MaxBodySize < n.MaxMsgSize || n.MaxBodySize > 256<<20 {
+		bad("nsq.max_body_size", "%d, want max_msg_size (%d)..256MiB", n.MaxBodySize, n.MaxMsgSize)
+	}
+	if n.MaxConnections < 1 {
+		bad("nsq.max_connections", "%d, want >= 1", n.MaxConnections)
+	}
+	if n.MaxPending < n.MaxMsgSize+64 {
+		bad("nsq.max_pending", "%d, want > max_msg_size (%d)", n.MaxPending, n.MaxMsgSize)
+	}
+	if n.MaxPendingPublishes < 1 {
+		bad("nsq.max_pending_publishes", "%d, want >= 1", n.MaxPendingPublishes)
+	}
+	if n.HeartbeatInterval < time.Second || n.HeartbeatInterval > time.Minute {
+		bad("nsq.heartbeat_interval", "%v, want 1s..60s", n.HeartbeatInterval)
+	}
+	if n.MaxReqTimeout < 0 {
+		bad("nsq.max_req_timeout", "%v, want >= 0", n.MaxReqTimeout)
+	}
+	if n.WriteDeadline <= 0 {
+		bad("nsq.write_deadline", "%v, want > 0", n.WriteDeadline)
 	}
 }
 

@@ -97,6 +97,10 @@ func TestRejectsWithKeyNames(t *testing.T) {
 		{"device share above the window", "queue:\n  read_ahead_msgs: 64\n  device_share_msgs: 65\n", nil, "queue.device_share_msgs"},
 		{"negative device share bytes", "", []string{"EDGEQ_QUEUE_DEVICE_SHARE_BYTES=-1"}, "queue.device_share_bytes"},
 		{"negative move-back backlog", "hot:\n  move_back_backlog: -1\n", nil, "hot.move_back_backlog"},
+		{"nsq beyond loopback without token", "nsq:\n  listen: 0.0.0.0:4150\n", nil, "nsq.listen: \"0.0.0.0:4150\" is beyond loopback: set nsq.auth_token"},
+		{"nsq rdy", "nsq:\n  listen: 127.0.0.1:4150\n  max_rdy_count: 0\n", nil, "nsq.max_rdy_count"},
+		{"nsq heartbeat", "", []string{"EDGEQ_NSQ_LISTEN=127.0.0.1:4150", "EDGEQ_NSQ_HEARTBEAT_INTERVAL=5m"}, "nsq.heartbeat_interval"},
+		{"nsq msg size over max_payload", "nsq:\n  listen: 127.0.0.1:4150\n  max_msg_size: 2MiB\n", nil, "nsq.max_msg_size"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -142,6 +146,17 @@ func TestTLSRequiredBeyondLoopback(t *testing.T) {
 		if _, err := Load(writeFile(t, c.yaml), nil, Flags{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)
 		}
+	}
+}
+
+func TestNSQOffByDefault(t *testing.T) {
+	cfg, err := Load("", nil, Flags{})
+	if err != nil || cfg.NSQ.Listen != "" {
+		t.Fatalf("nsq.listen %q, err %v: want off by default", cfg.NSQ.Listen, err)
+	}
+	path := writeFile(t, "nsq:\n  listen: 0.0.0.0:4150\n  auth_token: s3cret\n")
+	if _, err := Load(path, nil, Flags{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

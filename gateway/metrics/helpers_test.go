@@ -102,6 +102,8 @@ func richSnapshot(t testing.TB, partitions, ngroups int) *Snapshot {
 			InMsgs: 90_100, InBytes: 9_001_000, OutMsgs: 180_000, OutBytes: 20_000_000,
 			IngestErrors: 9, BadDevice: 5, BadAcks: 2, SlowConsumers: 1, WriteTimeouts: 2, Stale: 3, ForeignAcks: 1, TLSFailures: 6, GroupsRefused: 7, PermViolations: 8,
 			Closed: []ReasonCount{{"client", 30}, {"slow_consumer", 1}, {"write_timeout", 2}, {"stale", 3}, {"tls_handshake", 6}}},
+		NSQ: &NSQStats{Connections: 2, TotalConnections: 5, Published: 100, Delivered: 90, Fin: 80, Req: 5, Touch: 3, RDY: 64, InFlight: 10,
+			Errors: []ReasonCount{{"E_INVALID", 2}}},
 		Device: fixtureSamples(t),
 	}
 	for p := range partitions {

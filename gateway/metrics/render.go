@@ -48,6 +48,7 @@ func Render(w io.Writer, s *Snapshot) {
 	renderCluster(e, s)
 	renderNATS(e, s)
 	renderConsole(e, s)
+	renderNSQ(e, s)
 	renderBridges(e, s)
 	RenderDevice(w, s.Device)
 }
@@ -301,6 +302,34 @@ func renderConsole(e *enc, s *Snapshot) {
 	e.counter1("edgeq_console_streams_refused_total", c.Refused)
 	e.counter1("edgeq_console_snapshots_total", c.Snapshots)
 	e.counter1("edgeq_console_frames_skipped_total", c.Skipped)
+}
+
+// renderNSQ writes the NSQ listener's families, only when it is on.
+func renderNSQ(e *enc, s *Snapshot) {
+	n := s.NSQ
+	if n == nil {
+		return
+	}
+	e.gauge1("edgeq_nsq_connections", uint64(max(n.Connections, 0)))
+	e.counter1("edgeq_nsq_accepted_connections_total", n.TotalConnections)
+	e.counter1("edgeq_nsq_refused_connections_total", n.Refused)
+	e.counter1("edgeq_nsq_auth_failures_total", n.AuthFailures)
+	e.counter1("edgeq_nsq_published_total", n.Published)
+	e.counter1("edgeq_nsq_publish_errors_total", n.PublishErrors)
+	e.counter1("edgeq_nsq_delivered_total", n.Delivered)
+	e.family("edgeq_nsq_acks_total", counter)
+	e.u("edgeq_nsq_acks_total", n.Fin, "command", "FIN")
+	e.u("edgeq_nsq_acks_total", n.Req, "command", "REQ")
+	e.u("edgeq_nsq_acks_total", n.Touch, "command", "TOUCH")
+	e.counter1("edgeq_nsq_unknown_ids_total", n.UnknownIDs)
+	e.gauge1("edgeq_nsq_rdy", uint64(max(n.RDY, 0)))
+	e.gauge1("edgeq_nsq_in_flight", uint64(max(n.InFlight, 0)))
+	e.counter1("edgeq_nsq_rdy_exceeded_total", n.RdyExceeded)
+	e.counter1("edgeq_nsq_slow_consumers_total", n.SlowConsumers)
+	e.family("edgeq_nsq_errors_total", counter)
+	for _, c := range n.Errors {
+		e.u("edgeq_nsq_errors_total", c.N, "code", c.Reason)
+	}
 }
 
 func renderBridges(e *enc, s *Snapshot) {

@@ -36,6 +36,8 @@ type Snapshot struct {
 	Dispatch groups.Counters
 	Tail     groups.TailStats
 	NATS     NATSStats
+	// NSQ is nil when the NSQ listener is off.
+	NSQ *NSQStats
 
 	Serial []serial.Status
 	MQTT   []mqtt.Status
@@ -82,6 +84,21 @@ type NATSStats struct {
 	GroupsRefused                       uint64 // queue subscribes over max_groups_per_connection
 	PermViolations                      uint64 // publishes and subscribes a user may not make
 	Closed                              []ReasonCount
+}
+
+// NSQStats is a copy of nsqserver.Stats and its flow gauges.
+type NSQStats struct {
+	Connections               int64 // open now
+	TotalConnections, Refused uint64
+	AuthFailures              uint64
+	Published, PublishErrors  uint64
+	Delivered                 uint64
+	Fin, Req, Touch           uint64
+	UnknownIDs                uint64 // FIN, REQ or TOUCH of an ID the connection does not hold
+	RdyExceeded               uint64 // deliveries beyond a connection's RDY (stays 0)
+	SlowConsumers             uint64
+	RDY, InFlight             int64         // summed over connections
+	Errors                    []ReasonCount // error frames by code, sorted
 }
 
 // ReasonCount is one labelled count.

@@ -1,0 +1,659 @@
+package nsqserver
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"edgeq/gateway/groups"
+	"edgeq/gateway/queue"
+)
+
+type connState uint8
+
+const (
+	stInit connState = iota
+	stSubscribed
+	stClosing // after CLS: no more deliveries, FIN/REQ/TOUCH still taken
+)
+
+// conn is one client connection: the reader goroutine parses and handles
+// commands; the writer goroutine flushes output and sends heartbeats.
+type conn struct {
+	s  *Server
+	id uint64
+	nc net.Conn
+
+	// Reader goroutine only.
+	state       connState
+	identified  bool
+	authed      bool
+	heartbeat   time.Duration
+	group       groups.GroupKey
+	member      queue.MemberID // the connection's name for its member
+	groupMember queue.MemberID // its ID in the group
+	joined      bool
+	cmd         Command
+
+	mu       sync.Mutex
+	out      []byte // pending output; bound: cfg.MaxPending
+	spare    []byte
+	closed   bool
+	wake     chan struct{}      // cap 1: output pending or closing
+	hbSet    chan time.Duration // cap 1: heartbeat interval from IDENTIFY
+	replies  []*reply           // responses held back behind a publish awaiting durability; bound: cfg.MaxPendingPubs
+	room     chan struct{}      // cap 1: replies shrank
+	rdy      int64
+	inflight map[uint64]entry // message ID -> delivery; bound: maxIDs
+	nextSeq  uint64
+}
+
+// entry is a message in flight on this connection.
+type entry struct {
+	h  groups.AckHandle
+	at time.Time // delivered or last touched
+}
+
+// reply is a response or error frame in the connection's response order.
+type reply struct {
+	frame int32
+	data  []byte
+	ready bool
+}
+
+func newConn(s *Server, id uint64, nc net.Conn) *conn {
+	return &conn{s: s, id: id, nc: nc, heartbeat: s.cfg.HeartbeatInterval, wake: make(chan struct{}, 1),
+		hbSet: make(chan time.Duration, 1), room: make(chan struct{}, 1), inflight: map[uint64]entry{},
+		member: queue.MemberID(fmt.Sprintf("nsq-%d", id))}
+}
+
+func (c *conn) limits() Limits {
+	return Limits{MaxLine: 1024, MaxMsgSize: c.s.cfg.MaxMsgSize, MaxBodySize: c.s.cfg.MaxBodySize}
+}
+
+// maxIDs bounds the message-ID table: the largest RDY plus room for
+// deliveries that timed out here and went to another member unseen.
+func (c *conn) maxIDs() int { return c.s.cfg.MaxRdyCount + 256 }
+
+func (c *conn) serve() {
+	writerDone := make(chan struct{})
+	go c.writer(writerDone)
+	defer func() {
+		c.shut()
+		<-writerDone
+		c.cleanup()
+		c.s.removeConn(c)
+	}()
+	_ = c.nc.SetReadDeadline(time.Now().Add(2 * c.s.cfg.HeartbeatInterval))
+	var magic [4]byte
+	if _, err := io.ReadFull(c.nc, magic[:]); err != nil {
+		return
+	}
+	if string(magic[:]) != Magic {
+		c.sendError(fatalf("E_BAD_PROTOCOL", "bad protocol magic %q", magic[:]))
+		return
+	}
+	lim := c.limits()
+	maxBuf := lim.MaxLine + 8 + max(lim.MaxBodySize, lim.MaxMsgSize)
+	buf := make([]byte, 0, 32<<10)
+	for {
+		if c.heartbeat > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(2 * c.heartbeat))
+		} else {
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), min(max(2*cap(buf), 32<<10), maxBuf))
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := c.nc.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		off := 0
+		for off < len(buf) {
+			m, perr := ParseCommand(buf[off:], lim, &c.cmd)
+			if perr != nil {
+				c.fail(perr)
+				return
+			}
+			if m == 0 {
+				break
+			}
+			off += m
+			if herr := c.handle(&c.cmd); herr != nil {
+				var pe *Error
+				if !errors.As(herr, &pe) {
+					pe = fatalf("E_INVALID", "%v", herr)
+				}
+				if pe.Fatal {
+					c.fail(pe)
+					return
+				}
+				c.sendError(pe)
+			}
+		}
+		buf = buf[:copy(buf, buf[off:])]
+		if len(buf) == maxBuf {
+			c.fail(fatalf("E_BAD_BODY", "command larger than %d bytes", maxBuf))
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				c.s.logger.Debug("client read", "client", c.id, "err", err)
+			}
+			return
+		}
+	}
+}
+
+// fail sends a fatal error after the responses already owed, then lets serve
+// end the connection.
+func (c *conn) fail(err error) {
+	var pe *Error
+	if !errors.As(err, &pe) {
+		pe = fatalf("E_INVALID", "%v", err)
+	}
+	c.sendError(pe)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		n := len(c.replies)
+		c.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.s.logger.Debug("closing client connection", "client", c.id, "err", pe.Error())
+}
+
+func (c *conn) sendError(e *Error) {
+	c.s.stats.countError(e.Code)
+	c.respond(FrameError, []byte(e.Error()))
+}
+
+func (c *conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// respond queues a response or error frame in response order.
+func (c *conn) respond(frame int32, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	if len(c.replies) > 0 {
+		c.replies = append(c.replies, &reply{frame: frame, data: data, ready: true})
+		return
+	}
+	c.out = AppendFrame(c.out, frame, data)
+	c.signal()
+}
+
+// slot reserves a place in response order for a publish awaiting
+// durability, waiting while cfg.MaxPendingPubs are outstanding (the reader
+// stops reading: backpressure). Nil when the connection closed meanwhile.
+func (c *conn) slot() *reply {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil
+		}
+		if len(c.replies) < c.s.cfg.MaxPendingPubs {
+			r := &reply{}
+			c.replies = append(c.replies, r)
+			c.mu.Unlock()
+			return r
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.room:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// fill completes a slot and writes every ready response at the front.
+func (c *conn) fill(r *reply, frame int32, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r.frame, r.data, r.ready = frame, data, true
+	if c.closed {
+		return
+	}
+	i := 0
+	for ; i < len(c.replies) && c.replies[i].ready; i++ {
+		c.out = AppendFrame(c.out, c.replies[i].frame, c.replies[i].data)
+		c.replies[i] = nil
+	}
+	if i == 0 {
+		return
+	}
+	c.replies = c.replies[:copy(c.replies, c.replies[i:])]
+	c.signal()
+	select {
+	case c.room <- struct{}{}:
+	default:
+	}
+}
+
+var heartbeatFrame = AppendFrame(nil, FrameResponse, []byte("_heartbeat_"))
+
+// writer flushes output and sends heartbeats.
+func (c *conn) writer(done chan<- struct{}) {
+	defer close(done)
+	defer c.nc.Close()
+	var tick <-chan time.Time
+	var ticker *time.Ticker
+	setHB := func(d time.Duration) {
+		if ticker != nil {
+			ticker.Stop()
+			ticker, tick = nil, nil
+		}
+		if d > 0 {
+			ticker = time.NewTicker(d)
+			tick = ticker.C
+		}
+	}
+	setHB(c.s.cfg.HeartbeatInterval)
+	defer func() { setHB(0) }()
+	for {
+		select {
+		case <-c.wake:
+		case d := <-c.hbSet:
+			setHB(d)
+			continue
+		case <-tick:
+			c.mu.Lock()
+			if !c.closed {
+				c.out = append(c.out, heartbeatFrame...)
+			}
+			c.mu.Unlock()
+		}
+		c.mu.Lock()
+		buf := c.out
+		c.out = c.spare[:0]
+		closed := c.closed
+		c.mu.Unlock()
+		if len(buf) > 0 {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteDeadline))
+			if _, err := c.nc.Write(buf); err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					c.s.stats.SlowConsumers.Add(1)
+					c.s.logger.Info("closing NSQ client: write deadline exceeded", "client", c.id)
+				}
+				c.shut()
+				return
+			}
+		}
+		c.mu.Lock()
+		if cap(buf) <= 64<<10 {
+			c.spare = buf[:0]
+		} else {
+			c.spare = nil
+		}
+		c.mu.Unlock()
+		if closed {
+			return
+		}
+	}
+}
+
+// shut stops output (what is queued is still flushed) and delivery; the
+// writer then closes the socket, which ends the reader.
+func (c *conn) shut() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.signal()
+}
+
+// cleanup leaves the group: what the connection held goes to other members.
+func (c *conn) cleanup() {
+	if c.joined {
+		c.s.queues.Leave(c.group, c.member)
+	}
+	c.mu.Lock()
+	c.inflight = map[uint64]entry{}
+	c.rdy = 0
+	c.mu.Unlock()
+}
+
+// Deliver makes the connection a groups.Member: the message is encoded
+// straight into the output buffer under a fresh message ID.
+func (c *conn) Deliver(d *groups.Delivery) bool {
+	rec := d.Record
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	size := MessageSize(len(rec.Payload))
+	if len(c.out)+size > c.s.cfg.MaxPending {
+		c.closed = true
+		c.signal()
+		c.s.stats.SlowConsumers.Add(1)
+		c.s.logger.Info("closing NSQ client: slow consumer", "client", c.id, "pending", len(c.out))
+		return false
+	}
+	if int64(len(c.inflight)) >= c.rdy {
+		// Deliveries that timed out here may still have entries; the
+		// group no longer counts them.
+		c.sweep(now)
+		if int64(len(c.inflight)) >= c.rdy {
+			c.s.stats.RdyExceeded.Add(1)
+			c.s.logger.Warn("delivery beyond the connection's RDY", "client", c.id, "rdy", c.rdy, "in_flight", len(c.inflight))
+		}
+	}
+	if len(c.inflight) >= c.maxIDs() {
+		// Only deliveries that timed out (and went elsewhere) can fill the
+		// table past the largest RDY.
+		c.sweep(now)
+		if len(c.inflight) >= c.maxIDs() {
+			c.evictOldest()
+		}
+	}
+	c.nextSeq++
+	seq := c.nextSeq
+	c.inflight[seq] = entry{h: d.Ack, at: now}
+	id := FormatID(seq)
+	c.out = AppendMessage(c.out, rec.Time, uint16(min(d.Deliveries, 1<<16-1)), &id, rec.Payload)
+	c.signal()
+	c.s.stats.Delivered.Add(1)
+	return true
+}
+
+var _ groups.Member = (*conn)(nil)
+
+// sweep drops entries older than ack_wait. Called with mu.
+func (c *conn) sweep(now time.Time) {
+	for seq, e := range c.inflight {
+		if now.Sub(e.at) >= c.s.cfg.AckWait {
+			delete(c.inflight, seq)
+		}
+	}
+}
+
+func (c *conn) evictOldest() {
+	var oldest uint64
+	for seq := range c.inflight {
+		if oldest == 0 || seq < oldest {
+			oldest = seq
+		}
+	}
+	delete(c.inflight, oldest)
+}
+
+// handle carries out one command; an *Error goes back to the client.
+func (c *conn) handle(cmd *Command) error {
+	if c.s.cfg.AuthToken != "" && !c.authed && cmd.Kind != CmdIdentify && cmd.Kind != CmdAuth && cmd.Kind != CmdNop {
+		c.s.stats.AuthFailures.Add(1)
+		return fatalf("E_AUTH_FIRST", "AUTH required before %s", cmd.Kind)
+	}
+	switch cmd.Kind {
+	case CmdIdentify:
+		return c.identify(cmd.Body)
+	case CmdAuth:
+		return c.auth(cmd.Body)
+	case CmdSub:
+		return c.sub(cmd)
+	case CmdRdy:
+		return c.setRdy(cmd.Count)
+	case CmdFin, CmdReq, CmdTouch:
+		return c.ack(cmd)
+	case CmdNop:
+		return nil
+	case CmdCls:
+		if c.state != stSubscribed {
+			return fatalf("E_INVALID", "cannot CLS in current state")
+		}
+		c.state = stClosing
+		if err := c.s.queues.SetCredit(c.group, c.member, 0); err != nil {
+			c.s.logger.Debug("CLS", "client", c.id, "err", err)
+		}
+		c.mu.Lock()
+		c.rdy = 0
+		c.mu.Unlock()
+		c.respond(FrameResponse, []byte("CLOSE_WAIT"))
+		return nil
+	case CmdPub:
+		return c.publish(cmd.Topic, [][]byte{cmd.Body}, "PUB")
+	case CmdMpub:
+		return c.publish(cmd.Topic, cmd.Bodies, "MPUB")
+	case CmdDpub:
+		return softf("E_INVALID", "DPUB is not supported: edgeq keeps each device's messages in order, a deferred one would hold back the rest")
+	}
+	return fatalf("E_INVALID", "invalid command")
+}
+
+// identifyData is what IDENTIFY may carry (go-nsq's and nsqd's names).
+type identifyData struct {
+	ClientID            string `json:"client_id"`
+	Hostname            string `json:"hostname"`
+	UserAgent           string `json:"user_agent"`
+	FeatureNegotiation  bool   `json:"feature_negotiation"`
+	HeartbeatInterval   int    `json:"heartbeat_interval"`
+	OutputBufferSize    int    `json:"output_buffer_size"`
+	OutputBufferTimeout int    `json:"output_buffer_timeout"`
+	TLSv1               bool   `json:"tls_v1"`
+	Snappy              bool   `json:"snappy"`
+	Deflate             bool   `json:"deflate"`
+	DeflateLevel        int    `json:"deflate_level"`
+	SampleRate          int32  `json:"sample_rate"`
+	MsgTimeout          int    `json:"msg_timeout"`
+}
+
+// identifyResponse answers feature negotiation. TLS, snappy, deflate and
+// sampling are never enabled (clients then go on without them, as with an
+// nsqd that has them off); msg_timeout is the groups' ack_wait, which is a
+// group's setting, not a connection's.
+type identifyResponse struct {
+	MaxRdyCount         int64  `json:"max_rdy_count"`
+	Version             string `json:"version"`
+	MaxMsgTimeout       int64  `json:"max_msg_timeout"`
+	MsgTimeout          int64  `json:"msg_timeout"`
+	TLSv1               bool   `json:"tls_v1"`
+	Deflate             bool   `json:"deflate"`
+	DeflateLevel        int    `json:"deflate_level"`
+	MaxDeflateLevel     int    `json:"max_deflate_level"`
+	Snappy              bool   `json:"snappy"`
+	SampleRate          int32  `json:"sample_rate"`
+	AuthRequired        bool   `json:"auth_required"`
+	OutputBufferSize    int    `json:"output_buffer_size"`
+	OutputBufferTimeout int64  `json:"output_buffer_timeout"`
+}
+
+const maxHeartbeat = 60 * time.Second
+
+func (c *conn) identify(body []byte) error {
+	if c.state != stInit || c.identified {
+		return fatalf("E_INVALID", "cannot IDENTIFY in current state")
+	}
+	var id identifyData
+	if err := json.Unmarshal(body, &id); err != nil {
+		return fatalf("E_BAD_BODY", "IDENTIFY failed to decode JSON body")
+	}
+	switch {
+	case id.HeartbeatInterval == -1:
+		c.heartbeat = 0
+	case id.HeartbeatInterval == 0:
+	case id.HeartbeatInterval >= 1000 && time.Duration(id.HeartbeatInterval)*time.Millisecond <= maxHeartbeat:
+		c.heartbeat = time.Duration(id.HeartbeatInterval) * time.Millisecond
+	default:
+		return fatalf("E_BAD_BODY", "IDENTIFY heartbeat interval (%d) is invalid", id.HeartbeatInterval)
+	}
+	c.identified = true
+	select {
+	case c.hbSet <- c.heartbeat:
+	default:
+	}
+	if id.TLSv1 || id.Snappy || id.Deflate || id.SampleRate > 0 {
+		c.s.logger.Debug("IDENTIFY asked for features edgeq does not offer", "client", c.id,
+			"tls_v1", id.TLSv1, "snappy", id.Snappy, "deflate", id.Deflate, "sample_rate", id.SampleRate)
+	}
+	if !id.FeatureNegotiation {
+		c.respond(FrameResponse, []byte("OK"))
+		return nil
+	}
+	resp, _ := json.Marshal(identifyResponse{
+		MaxRdyCount:         int64(c.s.cfg.MaxRdyCount),
+		Version:             c.s.cfg.Version,
+		MaxMsgTimeout:       c.s.cfg.AckWait.Milliseconds(),
+		MsgTimeout:          c.s.cfg.AckWait.Milliseconds(),
+		MaxDeflateLevel:     6,
+		AuthRequired:        c.s.cfg.AuthToken != "",
+		OutputBufferSize:    id.OutputBufferSize,
+		OutputBufferTimeout: int64(id.OutputBufferTimeout),
+	})
+	c.respond(FrameResponse, resp)
+	return nil
+}
+
+func (c *conn) auth(secret []byte) error {
+	if c.state != stInit {
+		return fatalf("E_INVALID", "cannot AUTH in current state")
+	}
+	if c.authed {
+		return fatalf("E_INVALID", "AUTH already set")
+	}
+	if c.s.cfg.AuthToken == "" {
+		return fatalf("E_AUTH_DISABLED", "AUTH disabled")
+	}
+	if subtle.ConstantTimeCompare(secret, []byte(c.s.cfg.AuthToken)) != 1 {
+		c.s.stats.AuthFailures.Add(1)
+		return fatalf("E_AUTH_FAILED", "AUTH failed")
+	}
+	c.authed = true
+	resp, _ := json.Marshal(struct {
+		Identity        string `json:"identity"`
+		IdentityURL     string `json:"identity_url"`
+		PermissionCount int    `json:"permission_count"`
+	}{Identity: "token", PermissionCount: 1})
+	c.respond(FrameResponse, resp)
+	return nil
+}
+
+// filterOf maps a topic to the subject filter of its queue groups: the
+// telemetry topic to <prefix>.>, a per-device topic <prefix>.<device> to
+// that device's subject.
+func (s *Server) filterOf(topic []byte) (string, bool) {
+	p := s.cfg.TelemetryPrefix
+	switch {
+	case string(topic) == p:
+		return p + ".>", true
+	case len(topic) > len(p)+1 && string(topic[:len(p)]) == p && topic[len(p)] == '.':
+		return string(topic), true
+	}
+	return "", false
+}
+
+func (c *conn) sub(cmd *Command) error {
+	if c.state != stInit {
+		return fatalf("E_INVALID", "cannot SUB in current state")
+	}
+	if c.heartbeat <= 0 {
+		return fatalf("E_INVALID", "cannot SUB with heartbeats disabled")
+	}
+	filter, ok := c.s.filterOf(cmd.Topic)
+	if !ok {
+		p := c.s.cfg.TelemetryPrefix
+		return fatalf("E_BAD_TOPIC", "SUB topic %q is not served: use %q or %q.<device>", cmd.Topic, p, p)
+	}
+	c.group = groups.GroupKey{Filter: filter, Queue: string(cmd.Channel)}
+	gm, err := c.s.queues.Join(c.group, c.member, c, 0) // RDY 0 until the client says
+	if err != nil {
+		return fatalf("E_SUB_FAILED", "SUB failed %v", err)
+	}
+	c.groupMember, c.joined, c.state = gm, true, stSubscribed
+	c.respond(FrameResponse, []byte("OK"))
+	return nil
+}
+
+// setRdy makes n the member's credit. The connection's own count of what it
+// may hold rises before the group hears of it and falls after, so the
+// server-side check in Deliver never sees a delivery the group was allowed
+// to make as one beyond RDY.
+func (c *conn) setRdy(n int64) error {
+	switch c.state {
+	case stClosing:
+		return nil // nsqd ignores RDY after CLS
+	case stInit:
+		return fatalf("E_INVALID", "cannot RDY in current state")
+	}
+	if n < 0 || n > int64(c.s.cfg.MaxRdyCount) {
+		return fatalf("E_INVALID", "RDY count %d out of range 0-%d", n, c.s.cfg.MaxRdyCount)
+	}
+	c.mu.Lock()
+	cur := c.rdy
+	if n > cur {
+		c.rdy = n
+	}
+	c.mu.Unlock()
+	if n == cur {
+		return nil // go-nsq repeats its RDY as it goes
+	}
+	if err := c.s.queues.SetCredit(c.group, c.member, int(n)); err != nil {
+		c.s.logger.Warn("RDY refused by the group", "client", c.id, "err", err)
+	}
+	c.mu.Lock()
+	c.rdy = n
+	c.mu.Unlock()
+	return nil
+}
+
+// ack takes FIN, REQ and TOUCH: only for a message this connection holds.
+func (c *conn) ack(cmd *Command) error {
+	if c.state == stInit {
+		return fatalf("E_INVALID", "cannot %s in current state", cmd.Kind)
+	}
+	code := "E_FIN_FAILED"
+	switch cmd.Kind {
+	case CmdReq:
+		code = "E_REQ_FAILED"
+	case CmdTouch:
+		code = "E_TOUCH_FAILED"
+	}
+	seq, ok := ParseID(cmd.ID)
+	c.mu.Lock()
+	e, held := c.inflight[seq]
+	if held {
+		if cmd.Kind == CmdTouch {
+			c.inflight[seq] = entry{h: e.h, at: time.Now()}
+		} else {
+			delete(c.inflight, seq)
+		}
+	}
+	c.mu.Unlock()
+	if !ok || !held {
+		c.s.stats.FinFailed.Add(1)
+		return softf(code, "%s %s failed ID not in flight", cmd.Kind, cmd.ID)
+	}
+	a := groups.Ack{Handle: e.h}
+	switch cmd.Kind {
+	case CmdFin:
+		a.Kind = groups.AckDone
+		c.s.stats.Fin.Add(1)
+	case CmdReq:
+		a.Kind, a.Delay = groups.AckNak, min(cmd.Delay, c.s.cfg.MaxReqTimeout)
+		c.s.stats.Req.Add(1)
+	case CmdTouch:
+		a.Kind = groups.AckInProgress
+		c.s.stats.Touch.Add(1)
+	}
+	if err := c.s.queues.Ack(a); err != nil {
+		c.s.logger.Debug("acknowledgement not taken", "client", c.id, "cmd", cmd.Kind.String(), "err", err)
+	}
+	return nil
+}

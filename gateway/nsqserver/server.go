@@ -1,0 +1,224 @@
+// Package nsqserver serves the NSQ TCP protocol V2, so go-nsq consumers and
+// producers and the NSQ tools (nsq_tail, nsq_to_file, ...) are edgeq workers
+// and publishers. A channel of the telemetry topic is a queue group
+// (<prefix>.>, channel): RDY is the member's credit, FIN acks, REQ naks with
+// a delay, TOUCH resets the deadline; PUB and MPUB store telemetry durably
+// and answer OK only once it is. Framing and the command parser are in
+// proto.go; delivery logic stays in gateway/groups.
+package nsqserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"edgeq/gateway/groups"
+	"edgeq/wal"
+)
+
+// Config configures the server; see config.NSQ for meanings and defaults.
+type Config struct {
+	Listen            string
+	AuthToken         string
+	TelemetryPrefix   string
+	DeviceField       string // JSON path of the device ID in a PUB body to the bare topic
+	MaxRdyCount       int
+	MaxMsgSize        int
+	MaxBodySize       int
+	MaxConnections    int
+	MaxPending        int // output bytes a connection may have queued
+	MaxPendingPubs    int // publishes awaiting durability per connection
+	HeartbeatInterval time.Duration
+	MaxReqTimeout     time.Duration
+	WriteDeadline     time.Duration
+	AckWait           time.Duration // the groups' ack_wait, reported as msg_timeout
+	NodeID            string
+	Version           string
+}
+
+// Ingester stores one telemetry message; done runs once, after the record is
+// durable or with the reason it is not, and must not block.
+type Ingester interface {
+	AppendAsync(rec *wal.Record, done func(wal.Position, error))
+}
+
+// Server is the NSQ protocol listener.
+type Server struct {
+	cfg    Config
+	ingest Ingester
+	queues *groups.Registry
+	logger *slog.Logger
+
+	ln      net.Listener
+	mu      sync.Mutex
+	conns   map[uint64]*conn // bound: cfg.MaxConnections
+	nextCID atomic.Uint64
+	closing atomic.Bool
+	wg      sync.WaitGroup
+
+	stats Stats
+}
+
+// Stats are the server's counters.
+type Stats struct {
+	Connections      atomic.Int64
+	TotalConnections atomic.Uint64
+	Refused          atomic.Uint64 // max connections
+	AuthFailures     atomic.Uint64
+	Published        atomic.Uint64 // messages stored (PUB, MPUB)
+	PubErrors        atomic.Uint64 // messages not stored (bad device, storage errors)
+	Delivered        atomic.Uint64
+	Fin, Req, Touch  atomic.Uint64
+	FinFailed        atomic.Uint64 // FIN, REQ or TOUCH of an ID not in flight on that connection
+	RdyExceeded      atomic.Uint64 // deliveries beyond a connection's RDY (must stay 0)
+	SlowConsumers    atomic.Uint64 // closed: output over max_pending or write deadline
+	errors           sync.Map      // code -> *atomic.Uint64; bound: the codes this package sends
+}
+
+func (s *Stats) countError(code string) {
+	v, ok := s.errors.Load(code)
+	if !ok {
+		v, _ = s.errors.LoadOrStore(code, new(atomic.Uint64))
+	}
+	v.(*atomic.Uint64).Add(1)
+}
+
+// Errors returns the error frames sent, by code.
+func (s *Stats) Errors() map[string]uint64 {
+	out := map[string]uint64{}
+	s.errors.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Uint64).Load()
+		return true
+	})
+	return out
+}
+
+// New returns a server; Start listens.
+func New(cfg Config, ingest Ingester, queues *groups.Registry, logger *slog.Logger) *Server {
+	return &Server{cfg: cfg, ingest: ingest, queues: queues, logger: logger.With("component", "nsq"), conns: map[uint64]*conn{}}
+}
+
+// Start listens on cfg.Listen and serves until Shutdown.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("nsq: listen %s: %w", s.cfg.Listen, err)
+	}
+	s.ln = ln
+	s.wg.Add(1)
+	go s.acceptLoop()
+	s.logger.Info("listening for NSQ clients", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Counters returns the server's counters.
+func (s *Server) Counters() *Stats { return &s.stats }
+
+// Flow is the sum over subscribed connections of their RDY and of their
+// messages in flight.
+func (s *Server) Flow() (rdy, inFlight int64) {
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		rdy += c.rdy
+		inFlight += int64(len(c.inflight))
+		c.mu.Unlock()
+	}
+	return rdy, inFlight
+}
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	backoff := 5 * time.Millisecond
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return
+			}
+			s.logger.Warn("accept", "err", err)
+			time.Sleep(backoff)
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		s.mu.Lock()
+		if len(s.conns) >= s.cfg.MaxConnections {
+			s.mu.Unlock()
+			s.stats.Refused.Add(1)
+			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = nc.Write(AppendFrame(nil, FrameError, []byte("E_INVALID too many connections")))
+			_ = nc.Close()
+			continue
+		}
+		c := newConn(s, s.nextCID.Add(1), nc)
+		s.conns[c.id] = c
+		s.mu.Unlock()
+		s.stats.Connections.Add(1)
+		s.stats.TotalConnections.Add(1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+		}()
+	}
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c.id)
+	s.mu.Unlock()
+	s.stats.Connections.Add(-1)
+}
+
+// StopAccepting closes the listener: no new clients.
+func (s *Server) StopAccepting() {
+	if s.closing.CompareAndSwap(false, true) && s.ln != nil {
+		_ = s.ln.Close()
+	}
+}
+
+// Shutdown stops accepting, closes every connection (their members leave
+// their groups, so what they held is delivered again) and waits for the
+// connection goroutines until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.StopAccepting()
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.shut()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// errClosed: a delivery to a connection that is closing.
+var errClosed = errors.New("nsq: connection closed")
