@@ -17,6 +17,8 @@ command -v dpkg-deb >/dev/null || need+=(dpkg)
 command -v avahi-daemon >/dev/null || need+=(avahi-daemon)
 command -v avahi-browse >/dev/null || need+=(avahi-utils)
 command -v dbus-daemon >/dev/null || need+=(dbus)
+# The power-cut tests mount a FUSE file system (internal/powerfs).
+command -v fusermount3 >/dev/null || need+=(fuse3)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "the tests need: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2
