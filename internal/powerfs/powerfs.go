@@ -632,4 +632,3 @@ type node struct {
 }
 
 func (n *node) path() string { return filepath.Join(n.RootData.Path, n.Path(n.Root())) }
-
