@@ -119,6 +119,10 @@ type WAL struct {
 	MaxAge        time.Duration  `yaml:"max_age"`
 	FullPolicy    wal.FullPolicy `yaml:"full_policy"`
 	MaxDevices    int            `yaml:"max_devices"`
+	// RetentionInterval and CheckpointInterval: how often retention runs and
+	// the device table is checkpointed (tests shorten them).
+	RetentionInterval  time.Duration `yaml:"retention_interval"`
+	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
 }
 
 // QueueDefaults apply to every queue group that does not set its own.
@@ -235,6 +239,9 @@ func Default() Config {
 			MaxBytes:      ByteSize(w.MaxBytes),
 			FullPolicy:    w.FullPolicy,
 			MaxDevices:    w.MaxDevices,
+
+			RetentionInterval:  w.RetentionInterval,
+			CheckpointInterval: w.CheckpointInterval,
 		},
 		Queue: QueueDefaults{
 			AckWait:        30 * time.Second,
@@ -263,6 +270,8 @@ func (c *Config) WALOptions() wal.Options {
 	o.MaxAge = c.WAL.MaxAge
 	o.FullPolicy = c.WAL.FullPolicy
 	o.MaxDevices = c.WAL.MaxDevices
+	o.RetentionInterval = c.WAL.RetentionInterval
+	o.CheckpointInterval = c.WAL.CheckpointInterval
 	o.MaxRecordBytes = int(c.NATS.MaxPayload) + 64<<10 // payload plus device, headers, framing
 	return o
 }

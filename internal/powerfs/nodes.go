@@ -44,6 +44,23 @@ func (n *node) lock(k change) syscall.Errno {
 
 func (n *node) unlock() { n.fs.mu.Unlock() }
 
+// rel is the node's path relative to the mount point, joined with name.
+func (n *node) rel(name string) string {
+	p := n.Path(n.Root())
+	if name == "" {
+		return p
+	}
+	if p == "" {
+		return name
+	}
+	return p + "/" + name
+}
+
+// event reports an applied change to the armed trigger (lock held).
+func (n *node) event(op Op, name string) {
+	n.fs.eventLocked(n.gen, func() Event { return Event{Op: op, Path: n.rel(name)} })
+}
+
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	if e := n.lock(chCreate); e != 0 {
 		return nil, nil, 0, e
@@ -62,6 +79,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	in := n.fs.inodeLocked(st.Ino, st.Mode)
 	in.open++
+	n.event(OpCreate, name)
 	return ch, &file{lf: lf, n: n, in: in, fd: fd}, ff, 0
 }
 
@@ -94,6 +112,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	}
 	if flags&syscall.O_TRUNC != 0 {
 		in.dirty = addRange(in.dirty, 0, st.Size)
+		n.event(OpTruncate, "")
 	}
 	lf := fh.(*fs.LoopbackFile)
 	fd, _ := lf.PassthroughFd()
@@ -127,6 +146,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	}
 	if sz, ok := in.GetSize(); ok {
 		rec.dirty = addRange(rec.dirty, min(st.Size, int64(sz)), max(st.Size, int64(sz)))
+		n.event(OpTruncate, "")
 	}
 	return 0
 }
@@ -136,7 +156,11 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 		return nil, e
 	}
 	defer n.unlock()
-	return n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	ch, e := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	if e == 0 {
+		n.event(OpCreate, name)
+	}
+	return ch, e
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -144,7 +168,11 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 		return nil, e
 	}
 	defer n.unlock()
-	return n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	ch, e := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	if e == 0 {
+		n.event(OpCreate, name)
+	}
+	return ch, e
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -152,7 +180,11 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 		return nil, e
 	}
 	defer n.unlock()
-	return n.LoopbackNode.Symlink(ctx, target, name, out)
+	ch, e := n.LoopbackNode.Symlink(ctx, target, name, out)
+	if e == 0 {
+		n.event(OpCreate, name)
+	}
+	return ch, e
 }
 
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -160,7 +192,11 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		return nil, e
 	}
 	defer n.unlock()
-	return n.LoopbackNode.Link(ctx, target, name, out)
+	ch, e := n.LoopbackNode.Link(ctx, target, name, out)
+	if e == 0 {
+		n.event(OpCreate, name)
+	}
+	return ch, e
 }
 
 // lstatChild is the child's stat before a change that may remove it.
@@ -181,6 +217,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	e := n.LoopbackNode.Unlink(ctx, name)
 	if e == 0 {
 		n.fs.unlinkedLocked(st)
+		n.event(OpUnlink, name)
 	}
 	return e
 }
@@ -194,6 +231,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	e := n.LoopbackNode.Rmdir(ctx, name)
 	if e == 0 {
 		n.fs.unlinkedLocked(st)
+		n.event(OpUnlink, name)
 	}
 	return e
 }
@@ -211,6 +249,15 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	e := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
 	if e == 0 && dst != nil && (src == nil || src.Ino != dst.Ino) {
 		n.fs.unlinkedLocked(dst) // replaced
+	}
+	if e == 0 {
+		n.fs.eventLocked(n.gen, func() Event {
+			to := newName
+			if np, ok := newParent.(*node); ok {
+				to = np.rel(newName)
+			}
+			return Event{Op: OpRename, Path: n.rel(name), To: to}
+		})
 	}
 	return e
 }
@@ -336,6 +383,7 @@ func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, sysca
 		in.newestOff = off
 		in.newest = append(in.newest[:0], data[:w]...)
 		x.stats.Writes++
+		f.n.event(OpWrite, "")
 	}
 	return w, e
 }
@@ -353,7 +401,11 @@ func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 		return e
 	}
 	defer f.n.unlock()
-	return fs.ToErrno(f.n.fs.syncFileLocked(f.in, f.fd))
+	if err := f.n.fs.syncFileLocked(f.in, f.fd); err != nil {
+		return fs.ToErrno(err)
+	}
+	f.n.event(OpFsync, "")
+	return 0
 }
 
 func (f *file) Flush(ctx context.Context) syscall.Errno { return f.lf.Flush(ctx) }
@@ -383,6 +435,7 @@ func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOu
 	}
 	if sz, ok := in.GetSize(); ok {
 		f.in.dirty = addRange(f.in.dirty, min(st.Size, int64(sz)), max(st.Size, int64(sz)))
+		f.n.event(OpTruncate, "")
 	}
 	return 0
 }
@@ -450,5 +503,9 @@ func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 		return e
 	}
 	defer d.n.unlock()
-	return fs.ToErrno(d.n.fs.syncDirLocked(d.n.path()))
+	if err := d.n.fs.syncDirLocked(d.n.path()); err != nil {
+		return fs.ToErrno(err)
+	}
+	d.n.event(OpFsyncDir, "")
+	return 0
 }

@@ -115,6 +115,69 @@ type FS struct {
 	stats   Stats
 	closed  bool
 	visUsed int64 // visible bytes, for Capacity (recomputed at Statfs)
+	trigger func(Event) bool
+	frozen  chan struct{} // closed when the armed trigger fired
+}
+
+// Op names a change the mount sees.
+type Op string
+
+const (
+	OpWrite    Op = "write"
+	OpTruncate Op = "truncate"
+	OpFsync    Op = "fsync" // fsync or fdatasync of a file
+	OpFsyncDir Op = "fsyncdir"
+	OpCreate   Op = "create" // a new file, directory, link or node
+	OpRename   Op = "rename"
+	OpUnlink   Op = "unlink" // unlink or rmdir
+)
+
+// Event is one applied change; paths are relative to the mount point.
+type Event struct {
+	Op   Op
+	Path string
+	To   string // rename target
+}
+
+// FreezeOn arms a one-shot trigger: right after the first change match
+// accepts has been applied, the disk loses power (as Freeze). The returned
+// channel is closed then. It replaces an armed trigger.
+func (f *FS) FreezeOn(match func(Event) bool) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.trigger = match
+	f.frozen = make(chan struct{})
+	if f.gen.dead {
+		close(f.frozen)
+		f.trigger = nil
+	}
+	return f.frozen
+}
+
+// Freeze cuts the power now: every later change fails with EIO and nothing
+// more becomes durable. The mount still shows the pending state until Cut.
+func (f *FS) Freeze() {
+	f.mu.Lock()
+	f.freezeLocked()
+	f.mu.Unlock()
+}
+
+func (f *FS) freezeLocked() {
+	f.gen.dead = true
+	if f.trigger != nil {
+		f.trigger = nil
+		close(f.frozen)
+	}
+}
+
+// eventLocked runs the armed trigger on a change of generation gen.
+func (f *FS) eventLocked(gen *generation, ev func() Event) {
+	if f.trigger == nil || gen != f.gen {
+		return
+	}
+	if f.trigger(ev()) {
+		f.freezeLocked()
+	}
 }
 
 // generation is one mount between cuts; after a cut its nodes refuse every
@@ -237,7 +300,7 @@ func (f *FS) Cut() error {
 		f.mu.Unlock()
 		return errors.New("powerfs: closed")
 	}
-	f.gen.dead = true
+	f.freezeLocked()
 	f.stats.Cuts++
 	var errs []error
 	for _, in := range f.byID {

@@ -437,3 +437,45 @@ func TestModelBounded(t *testing.T) {
 		t.Fatalf("durable dir holds %d files, want 3", len(ents))
 	}
 }
+
+// FreezeOn cuts the power right after a chosen change: later changes fail
+// and only what was durable at that moment survives.
+func TestFreezeOn(t *testing.T) {
+	f := mountT(t, Options{})
+	m := f.Path()
+	write(t, m+"/off", []byte("old"), 0, true)
+	syncDir(t, m)
+	frozen := f.FreezeOn(func(e Event) bool { return e.Op == OpRename && e.To == "off" })
+	write(t, m+"/off.tmp", []byte("new"), 0, true)
+	select {
+	case <-frozen:
+		t.Fatal("froze before the rename")
+	default:
+	}
+	must(t, os.Rename(m+"/off.tmp", m+"/off"))
+	<-frozen
+	d, err := os.Open(m)
+	must(t, err)
+	if err := d.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("dir fsync after the freeze: %v, want EIO", err)
+	}
+	d.Close()
+	if got, _ := os.ReadFile(m + "/off"); string(got) != "new" {
+		t.Fatalf("before the cut the mount shows %q, want the pending rename", got)
+	}
+	must(t, f.Cut())
+	if got, _ := os.ReadFile(m + "/off"); string(got) != "old" {
+		t.Fatalf("after the cut off = %q, want old", got)
+	}
+	if _, err := os.Stat(m + "/off.tmp"); err == nil {
+		t.Fatal("off.tmp survived the cut without a dir fsync")
+	}
+	// A trigger on fsync fires after the data is durable.
+	frozen = f.FreezeOn(func(e Event) bool { return e.Op == OpFsync && e.Path == "off" })
+	write(t, m+"/off", []byte("NEW"), 0, true)
+	<-frozen
+	must(t, f.Cut())
+	if got, _ := os.ReadFile(m + "/off"); string(got) != "NEW" {
+		t.Fatalf("after a cut right after fsync off = %q, want NEW", got)
+	}
+}
