@@ -11,7 +11,7 @@ export CGO_ENABLED = 0
 # Tools the tests run (the nats CLI) are installed with go install.
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: help build run test test-deps unit fuzz lint cross bench package firmware-test clean
+.PHONY: help build run test test-deps unit fuzz lint cross bench package firmware-test clean powercut
 
 help:
 	@echo "make build   build bin/edgeq for this machine"
@@ -20,6 +20,7 @@ help:
 	@echo "make cross   static stripped linux/arm64 and linux/arm (v7) binaries in bin/"
 	@echo "make bench   benchmarks (figures for the issue notes)"
 	@echo "make lint    gofmt and go vet"
+	@echo "make powercut ROUNDS=N  the power-cut series (FUSE, root) with N rounds"
 
 build:
 	$(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/edgeq $(PKG)
@@ -65,6 +66,12 @@ package: $(BIN)/edgeq-linux-arm64 $(BIN)/edgeq-linux-armv7
 # host NATS worker; footprint budgets.
 firmware-test: cross
 	firmware-tests/run.sh
+
+# Power cuts on a FUSE mount that drops unsynced data (needs root and
+# /dev/fuse); CI runs the short default series inside `make unit`.
+ROUNDS ?= 100
+powercut:
+	EDGEQ_E2E_POWERCUT_ROUNDS=$(ROUNDS) $(GO) test -count=1 -timeout 0 -v -run 'TestPowerCut$$' ./e2e
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...

@@ -20,6 +20,7 @@ package wal
 
 import (
 	"context"
+	"edgeq/internal/fsutil"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -107,7 +108,7 @@ func Open(dir string, opts Options, logger *slog.Logger) (*Log, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := fsutil.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
 	}
 	lock, err := lockDir(dir)

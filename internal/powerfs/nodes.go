@@ -80,7 +80,11 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	in := n.fs.inodeLocked(st.Ino, st.Mode)
 	in.open++
 	n.event(OpCreate, name)
-	return ch, &file{lf: lf, n: n, in: in, fd: fd}, ff, 0
+	cn, ok := ch.Operations().(*node)
+	if !ok {
+		cn = n
+	}
+	return ch, &file{lf: lf, n: cn, in: in, fd: fd}, ff, 0
 }
 
 // readable turns write-only opens into read-write ones: fsync copies the

@@ -479,3 +479,27 @@ func TestFreezeOn(t *testing.T) {
 		t.Fatalf("after a cut right after fsync off = %q, want NEW", got)
 	}
 }
+
+// Events name the file a change touched, also for files written through the
+// handle their create returned.
+func TestEventPaths(t *testing.T) {
+	f := mountT(t, Options{})
+	m := f.Path()
+	must(t, os.MkdirAll(m+"/d/e", 0o755))
+	var got []Event
+	done := f.FreezeOn(func(e Event) bool { got = append(got, e); return e.Op == OpFsyncDir })
+	h, err := os.Create(m + "/d/e/seg")
+	must(t, err)
+	_, err = h.Write([]byte("x"))
+	must(t, err)
+	must(t, h.Sync())
+	h.Close()
+	must(t, os.Rename(m+"/d/e/seg", m+"/d/seg2"))
+	syncDir(t, m+"/d")
+	<-done
+	want := []Event{{Op: OpCreate, Path: "d/e/seg"}, {Op: OpWrite, Path: "d/e/seg"}, {Op: OpFsync, Path: "d/e/seg"},
+		{Op: OpRename, Path: "d/e/seg", To: "d/seg2"}, {Op: OpFsyncDir, Path: "d"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+}
