@@ -69,10 +69,11 @@ type Log struct {
 
 	rejected rejectCounters
 	report   OpenReport
+	disk     diskWatch
 }
 
 type rejectCounters struct {
-	badDevice, tooLarge, tooManyDevices, full, closed atomic.Uint64
+	badDevice, tooLarge, tooManyDevices, full, closed, diskLow atomic.Uint64
 }
 
 // OpenReport tells what Open found and repaired, per partition.
@@ -256,6 +257,10 @@ func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 		l.rejected.full.Add(1)
 		return ErrFull
 	}
+	if l.disk.low.Load() {
+		l.rejected.diskLow.Add(1)
+		return l.diskLowErr()
+	}
 	r.time = r.rec.Time
 	if r.time == 0 {
 		r.time = l.opts.Now().UnixNano()
@@ -339,10 +344,14 @@ func (l *Log) background() {
 	defer ret.Stop()
 	ck := time.NewTicker(l.opts.CheckpointInterval)
 	defer ck.Stop()
+	health := time.NewTicker(time.Second)
+	defer health.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
+		case <-health.C:
+			l.checkHealth()
 		case <-ret.C:
 			if _, err := l.EnforceRetention(); err != nil {
 				l.logger.Error("retention", "err", err)
