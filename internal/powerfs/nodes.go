@@ -213,26 +213,21 @@ func (n *node) lstatChild(name string) *syscall.Stat_t {
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	if e := n.lock(chRemove); e != 0 {
-		return e
-	}
-	defer n.unlock()
-	st := n.lstatChild(name)
-	e := n.LoopbackNode.Unlink(ctx, name)
-	if e == 0 {
-		n.fs.unlinkedLocked(st)
-		n.event(OpUnlink, name)
-	}
-	return e
+	return n.remove(ctx, name, n.LoopbackNode.Unlink)
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return n.remove(ctx, name, n.LoopbackNode.Rmdir)
+}
+
+// remove runs unlink or rmdir and forgets the visible inode it freed.
+func (n *node) remove(ctx context.Context, name string, op func(context.Context, string) syscall.Errno) syscall.Errno {
 	if e := n.lock(chRemove); e != 0 {
 		return e
 	}
 	defer n.unlock()
 	st := n.lstatChild(name)
-	e := n.LoopbackNode.Rmdir(ctx, name)
+	e := op(ctx, name)
 	if e == 0 {
 		n.fs.unlinkedLocked(st)
 		n.event(OpUnlink, name)
