@@ -267,9 +267,9 @@ groups:
 	a, b := samples[len(samples)/2], samples[len(samples)-1]
 	if db := b.ackedBytes - a.ackedBytes; db > 0 {
 		secs := (b.at - a.at).Seconds()
-		t.Logf("write amplification over %.0fs at %.0f msg/s: %.2f× device bytes (write_bytes %d) and %.2f× written through syscalls (wchar %d) per payload byte (%d)",
+		t.Logf("write amplification over %.0fs at %.0f msg/s: %.2f× device bytes (write_bytes %d) per payload byte (%d payload bytes; wchar, all write calls with sockets: %.2f×, %d)",
 			secs, float64(b.ackedMsgs-a.ackedMsgs)/secs, float64(b.writeBytes-a.writeBytes)/float64(db), b.writeBytes-a.writeBytes,
-			float64(b.wchar-a.wchar)/float64(db), b.wchar-a.wchar, db)
+			db, float64(b.wchar-a.wchar)/float64(db), b.wchar-a.wchar)
 	}
 
 	// Every acknowledged message was delivered.
