@@ -23,6 +23,24 @@ type diskWatch struct {
 	lowErr            atomic.Pointer[error]  // what publishers get while low
 	fault             atomic.Pointer[string] // why the disk refuses writes; nil when healthy
 	writeErrors       uint64                 // seen by the last health check (background only)
+	// A burst must not outrun the once-a-second check: every checkEvery
+	// bytes appended wake the check at once.
+	sinceCheck atomic.Int64
+	kick       chan struct{}
+}
+
+const checkEvery = 256 << 10
+
+// appended counts n bytes and wakes the free-space check every checkEvery.
+func (d *diskWatch) appended(n int) {
+	if d.sinceCheck.Add(int64(n)) < checkEvery {
+		return
+	}
+	d.sinceCheck.Store(0)
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
 }
 
 // minFree is the watermark for a file system of total bytes.

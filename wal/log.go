@@ -123,6 +123,7 @@ func Open(dir string, opts Options, logger *slog.Logger) (*Log, error) {
 		lock:   lock,
 		stop:   make(chan struct{}),
 		bgDone: make(chan struct{}),
+		disk:   diskWatch{kick: make(chan struct{}, 1)},
 	}
 	if err := l.open(); err != nil {
 		l.closeParts()
@@ -261,6 +262,7 @@ func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 		l.rejected.diskLow.Add(1)
 		return l.diskLowErr()
 	}
+	l.disk.appended(len(r.rec.Payload))
 	r.time = r.rec.Time
 	if r.time == 0 {
 		r.time = l.opts.Now().UnixNano()
@@ -351,6 +353,8 @@ func (l *Log) background() {
 		case <-l.stop:
 			return
 		case <-health.C:
+			l.checkHealth()
+		case <-l.disk.kick:
 			l.checkHealth()
 		case <-ret.C:
 			if _, err := l.EnforceRetention(); err != nil {

@@ -91,6 +91,9 @@ func (l *Log) EnforceRetention() (RetentionResult, error) {
 	}
 	budget, limited := l.opts.MaxBytes, l.opts.MaxBytes > 0
 	if deficit > 0 {
+		// Refuse while freeing: removing a segment takes time (tidwall
+		// copies the next one) and a burst must not fill the disk meanwhile.
+		l.setDiskLow(true)
 		if b := max(l.TotalBytes()-deficit, 0); !limited || b < budget {
 			budget, limited = b, true
 		}
@@ -115,7 +118,7 @@ func (l *Log) EnforceRetention() (RetentionResult, error) {
 		}
 		res.Full = l.opts.FullPolicy == Reject && l.opts.MaxBytes > 0 && l.TotalBytes() > l.opts.MaxBytes
 	}
-	if deficit > 0 && res.RemovedSegments > 0 {
+	if deficit > 0 {
 		deficit, _ = l.statDisk()
 	}
 	res.DiskLow = deficit > 0
