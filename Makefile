@@ -11,7 +11,7 @@ export CGO_ENABLED = 0
 # Tools the tests run (the nats CLI) are installed with go install.
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: help build run test test-deps unit fuzz lint cross bench bench-peers package firmware-test clean
+.PHONY: help build run test test-deps unit fuzz lint cross bench bench-peers package firmware-test clean powercut soak
 
 help:
 	@echo "make build   build bin/edgeq for this machine"
@@ -21,6 +21,8 @@ help:
 	@echo "make bench   benchmarks (figures for the issue notes)"
 	@echo "make bench-peers  edgeq against JetStream, core NATS and raw tidwall/wal, side by side (not in CI)"
 	@echo "make lint    gofmt and go vet"
+	@echo "make powercut ROUNDS=N  the power-cut series (FUSE, root) with N rounds"
+	@echo "make soak SOAK=1h RATE=2000  a node under steady load; fails on growth or loss (CI: SOAK=2m)"
 
 build:
 	$(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/edgeq $(PKG)
@@ -66,6 +68,22 @@ package: $(BIN)/edgeq-linux-arm64 $(BIN)/edgeq-linux-armv7
 # host NATS worker; footprint budgets.
 firmware-test: cross
 	firmware-tests/run.sh
+
+# Power cuts on a FUSE mount that drops unsynced data (needs root and
+# /dev/fuse); CI runs the short default series inside `make unit`.
+ROUNDS ?= 100
+powercut:
+	EDGEQ_E2E_POWERCUT_ROUNDS=$(ROUNDS) $(GO) test -count=1 -timeout 0 -v -run 'TestPowerCut$$' ./e2e
+
+# A node under steady load (1,000 devices, workers joining and leaving,
+# retention active, /metrics every 5s); samples in $(BIN)/soak.csv,
+# scripts/soak-plot.sh draws them.
+SOAK ?= 1h
+RATE ?= 2000
+soak:
+	@mkdir -p $(BIN)
+	EDGEQ_E2E_SOAK=$(SOAK) EDGEQ_E2E_SOAK_RATE=$(RATE) EDGEQ_E2E_SOAK_CSV=$(CURDIR)/$(BIN)/soak.csv \
+	  $(GO) test -count=1 -timeout 0 -v -run '^TestSoak$$' ./e2e
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...

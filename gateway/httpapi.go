@@ -40,6 +40,12 @@ func (n *Node) httpHandler() http.Handler {
 			io.WriteString(w, "not ready\n")
 			return
 		}
+		// Disk trouble (EIO, EROFS, below the free-space watermark): say why.
+		if err := n.log.Health(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "not ready: "+err.Error()+"\n")
+			return
+		}
 		io.WriteString(w, "ready\n")
 	})
 	mux.Handle("GET /v1/status", n.authorized(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

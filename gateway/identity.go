@@ -48,7 +48,7 @@ func LoadNodeID(dataDir, configured string) (string, error) {
 			id = host + "-" + hex.EncodeToString(b[:3])
 		}
 	}
-	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+	if err := fsutil.MkdirAll(dataDir, 0o750); err != nil {
 		return "", fmt.Errorf("create data dir: %w", err)
 	}
 	if err := fsutil.WriteFileAtomic(path, []byte(id+"\n"), 0o640); err != nil {

@@ -46,6 +46,8 @@ type LogStatus struct {
 	Full       bool              `json:"full"`
 	Devices    int               `json:"devices"`
 	MaxDevices int               `json:"max_devices"`
+	DiskLow    bool              `json:"disk_low"`
+	DiskFault  string            `json:"disk_fault,omitempty"`
 	Rejected   map[string]uint64 `json:"rejected"`
 }
 
@@ -206,7 +208,7 @@ func statusOf(s *metrics.Snapshot) Status {
 	st := Status{
 		Node: s.Node, Version: s.Version, Time: s.Time, UptimeSeconds: int64(s.Time.Sub(s.StartTime).Seconds()), Ready: s.Ready,
 		Log: LogStatus{Bytes: ls.Bytes, MaxBytes: ls.MaxBytes, Full: ls.Full, Devices: ls.Devices,
-			MaxDevices: ls.MaxDevices, Rejected: ls.Rejected},
+			MaxDevices: ls.MaxDevices, Rejected: ls.Rejected, DiskLow: ls.DiskLow, DiskFault: ls.DiskFault},
 		Sources: map[string]Source{},
 		Device:  metrics.Health(s.Device),
 	}

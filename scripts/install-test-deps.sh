@@ -25,6 +25,8 @@ command -v dbus-daemon >/dev/null || need+=(dbus)
 command -v chromium >/dev/null || need+=(chromium)
 # promtool checks the /metrics exposition (gateway/metrics, gateway).
 command -v promtool >/dev/null || need+=(prometheus)
+# The power-cut tests mount a FUSE file system (internal/powerfs).
+command -v fusermount3 >/dev/null || need+=(fuse3)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "the tests need: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2

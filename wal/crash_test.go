@@ -142,6 +142,15 @@ func TestCrashKill9(t *testing.T) {
 			cmd.Process.Kill()
 			t.Fatalf("round %d: child did not start: %s", round, stderr.String())
 		}
+		// The first ack, then a random while: on a loaded machine the first
+		// group commit can take longer than the shortest sleep.
+		var first string
+		select {
+		case first = <-lines:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("round %d: no ack within 30s: %s", round, stderr.String())
+		}
 		time.Sleep(time.Duration(20+rng.IntN(300)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -153,7 +162,11 @@ func TestCrashKill9(t *testing.T) {
 		}
 		close(lines)
 		n := 0
+		rest := []string{first}
 		for l := range lines {
+			rest = append(rest, l)
+		}
+		for _, l := range rest {
 			f := strings.Fields(l)
 			if len(f) != 6 || f[0] != "ack" {
 				continue // a line cut by the kill

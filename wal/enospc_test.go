@@ -43,7 +43,8 @@ func TestDiskFull(t *testing.T) {
 	dir := mountTmpfs(t, "1m")
 	o := testOptions()
 	o.Partitions, o.HotPartitions = 1, 0
-	o.MaxBytes = 0 // no budget: the disk itself runs full
+	o.MaxBytes = 0     // no budget: the disk itself runs full
+	o.MinFreeBytes = 0 // and no watermark before it
 	// Leave room for the filler: it is freed later to bring space back.
 	filler := filepath.Join(dir, "filler")
 	if err := os.WriteFile(filler, make([]byte, 256<<10), 0o640); err != nil {
@@ -98,5 +99,55 @@ func TestDiskFull(t *testing.T) {
 	defer l.Close()
 	if es := readAll(t, l, 0); len(es) != len(acked)+1 || string(es[len(es)-1].Record.Payload) != "after" {
 		t.Fatalf("after reopen: %d records", len(es))
+	}
+}
+
+// The free-space watermark refuses appends (reject) before the file system is
+// full, and lets them in again once retention freed committed segments.
+func TestDiskWatermark(t *testing.T) {
+	dir := mountTmpfs(t, "4m")
+	o := testOptions()
+	o.Partitions, o.HotPartitions = 1, 0
+	o.MaxBytes = 0
+	o.MinFreeBytes = 2 << 20
+	o.FullPolicy = Reject
+	l := openTest(t, filepath.Join(dir, "data"), o)
+	defer l.Close()
+	if err := l.Offsets().Commit("c", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	var lowErr error
+	var last Position
+	for i := 0; i < 100000 && lowErr == nil; i++ {
+		pos, err := l.Append(context.Background(), &Record{Device: "dev", Payload: make([]byte, 1000)})
+		if err != nil {
+			lowErr = err
+			break
+		}
+		last = pos
+		if i%50 == 0 {
+			if _, err := l.EnforceRetention(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !errors.Is(lowErr, ErrDiskLow) {
+		t.Fatalf("filling the disk ended with %v, want ErrDiskLow", lowErr)
+	}
+	if l.Health() == nil || !l.Stats().DiskLow || l.Stats().Rejected["disk_low"] == 0 {
+		t.Fatalf("below the watermark: health %v, stats %+v", l.Health(), l.Stats())
+	}
+	// The consumer finishes everything: retention frees its segments.
+	if err := l.Offsets().Commit("c", 0, last.Offset); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Health(); err != nil {
+		t.Fatalf("after retention freed space: %v", err)
+	}
+	if _, err := l.Append(context.Background(), &Record{Device: "dev", Payload: []byte("after")}); err != nil {
+		t.Fatalf("append after space returned: %v", err)
 	}
 }

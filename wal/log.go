@@ -21,6 +21,7 @@ package wal
 
 import (
 	"context"
+	"edgeq/internal/fsutil"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,10 +72,11 @@ type Log struct {
 
 	rejected rejectCounters
 	report   OpenReport
+	disk     diskWatch
 }
 
 type rejectCounters struct {
-	badDevice, tooLarge, tooManyDevices, full, closed atomic.Uint64
+	badDevice, tooLarge, tooManyDevices, full, closed, diskLow atomic.Uint64
 }
 
 // OpenReport tells what Open found and repaired, per partition.
@@ -110,7 +112,7 @@ func Open(dir string, opts Options, logger *slog.Logger) (*Log, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := fsutil.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
 	}
 	lock, err := lockDir(dir)
@@ -124,6 +126,7 @@ func Open(dir string, opts Options, logger *slog.Logger) (*Log, error) {
 		lock:   lock,
 		stop:   make(chan struct{}),
 		bgDone: make(chan struct{}),
+		disk:   diskWatch{kick: make(chan struct{}, 1)},
 	}
 	if err := l.open(); err != nil {
 		l.closeParts()
@@ -264,6 +267,11 @@ func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 		l.rejected.full.Add(1)
 		return ErrFull
 	}
+	if l.disk.low.Load() {
+		l.rejected.diskLow.Add(1)
+		return l.diskLowErr()
+	}
+	l.disk.appended(len(r.rec.Payload))
 	r.time = r.rec.Time
 	if r.time == 0 {
 		r.time = l.opts.Now().UnixNano()
@@ -348,10 +356,16 @@ func (l *Log) background() {
 	defer ret.Stop()
 	ck := time.NewTicker(l.opts.CheckpointInterval)
 	defer ck.Stop()
+	health := time.NewTicker(time.Second)
+	defer health.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
+		case <-health.C:
+			l.checkHealth()
+		case <-l.disk.kick:
+			l.checkHealth()
 		case <-ret.C:
 			if _, err := l.EnforceRetention(); err != nil {
 				l.logger.Error("retention", "err", err)

@@ -79,6 +79,13 @@ type Options struct {
 	MaxAge time.Duration
 	// FullPolicy is drop_oldest (default) or reject.
 	FullPolicy FullPolicy
+	// MinFreeBytes and MinFreePercent are the free-space watermark of the
+	// data file system (default 32 MiB, 0%; the larger applies; 0 = off):
+	// below it retention frees space (committed segments, then by
+	// full_policy the oldest), and appends fail with ErrDiskLow while it
+	// cannot, before the file system is full.
+	MinFreeBytes   int64
+	MinFreePercent float64
 	// RetentionInterval is how often retention runs (default 5s).
 	RetentionInterval time.Duration
 	// CheckpointInterval is how often the device table is checkpointed so that
@@ -105,6 +112,7 @@ func DefaultOptions() Options {
 		MaxDevices:         100_000,
 		MaxBytes:           1 << 30,
 		FullPolicy:         DropOldest,
+		MinFreeBytes:       32 << 20,
 		RetentionInterval:  5 * time.Second,
 		CheckpointInterval: 30 * time.Second,
 		Now:                time.Now,
@@ -137,6 +145,8 @@ func (o *Options) Validate() error {
 	check(o.MaxDevices >= 1, "max_devices: %d, want >= 1", o.MaxDevices)
 	check(o.MaxBytes >= 0, "max_bytes: %d, want >= 0", o.MaxBytes)
 	check(o.MaxAge >= 0, "max_age: %v, want >= 0", o.MaxAge)
+	check(o.MinFreeBytes >= 0, "min_free_bytes: %d, want >= 0", o.MinFreeBytes)
+	check(o.MinFreePercent >= 0 && o.MinFreePercent <= 90, "min_free_percent: %v, want 0..90", o.MinFreePercent)
 	switch o.FullPolicy {
 	case DropOldest, Reject:
 	default:

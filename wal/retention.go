@@ -17,6 +17,8 @@ type RetentionResult struct {
 	Dropped uint64
 	// Full is true when the budget is exceeded and full_policy is reject.
 	Full bool
+	// DiskLow is true when the free space stays below the watermark.
+	DiskLow bool
 }
 
 // removable is a candidate segment: partition p's oldest segment, [first, next).
@@ -81,13 +83,27 @@ func (l *Log) EnforceRetention() (RetentionResult, error) {
 			}
 		}
 	}
-	// 2. Budget: oldest committed segments first, then (drop_oldest) any.
-	if l.opts.MaxBytes > 0 {
+	// 2. Budget (max_bytes, lowered while the free space is below the
+	// watermark): oldest committed segments first, then (drop_oldest) any.
+	deficit, err := l.statDisk()
+	if err != nil {
+		l.logger.Debug("free space", "err", err)
+	}
+	budget, limited := l.opts.MaxBytes, l.opts.MaxBytes > 0
+	if deficit > 0 {
+		// Refuse while freeing: removing a segment takes time (tidwall
+		// copies the next one) and a burst must not fill the disk meanwhile.
+		l.setDiskLow(true)
+		if b := max(l.TotalBytes()-deficit, 0); !limited || b < budget {
+			budget, limited = b, true
+		}
+	}
+	if limited {
 		for _, force := range []bool{false, true} {
 			if force && l.opts.FullPolicy != DropOldest {
 				break
 			}
-			for l.TotalBytes() > l.opts.MaxBytes {
+			for l.TotalBytes() > budget {
 				c, ok, err := l.oldestRemovable(force)
 				if err != nil {
 					return res, err
@@ -100,8 +116,13 @@ func (l *Log) EnforceRetention() (RetentionResult, error) {
 				}
 			}
 		}
-		res.Full = l.opts.FullPolicy == Reject && l.TotalBytes() > l.opts.MaxBytes
+		res.Full = l.opts.FullPolicy == Reject && l.opts.MaxBytes > 0 && l.TotalBytes() > l.opts.MaxBytes
 	}
+	if deficit > 0 {
+		deficit, _ = l.statDisk()
+	}
+	res.DiskLow = deficit > 0
+	l.setDiskLow(res.DiskLow)
 	if l.full.Swap(res.Full) != res.Full {
 		l.logger.Warn("disk budget state changed", "full", res.Full, "bytes", l.TotalBytes(), "max_bytes", l.opts.MaxBytes)
 	}

@@ -32,8 +32,13 @@ type Stats struct {
 	Bytes      int64
 	MaxBytes   int64
 	Full       bool
+	// Free space of the data file system, its watermark, whether it is below
+	// it, and why the disk refuses writes (empty when it takes them).
+	DiskFree, DiskTotal, MinFree int64
+	DiskLow                      bool
+	DiskFault                    string
 	// Rejected appends by reason: bad_device_id, too_large, too_many_devices,
-	// full, closed.
+	// full, disk_low, closed.
 	Rejected map[string]uint64
 	// Commit is the node-wide commit schedule: fsync rounds, fsyncs, bytes.
 	Commit CommitStats
@@ -41,7 +46,11 @@ type Stats struct {
 
 // Stats returns counters and positions of every partition.
 func (l *Log) Stats() Stats {
-	s := Stats{MaxDevices: l.opts.MaxDevices, MaxBytes: l.opts.MaxBytes, Full: l.full.Load()}
+	s := Stats{MaxDevices: l.opts.MaxDevices, MaxBytes: l.opts.MaxBytes, Full: l.full.Load(),
+		DiskFree: l.disk.free.Load(), DiskTotal: l.disk.total.Load(), MinFree: l.disk.want.Load(), DiskLow: l.disk.low.Load()}
+	if f := l.disk.fault.Load(); f != nil {
+		s.DiskFault = *f
+	}
 	for _, p := range l.parts {
 		ps := PartitionStats{
 			Partition:     p.id,
@@ -75,6 +84,7 @@ func (l *Log) Stats() Stats {
 		"too_large":        l.rejected.tooLarge.Load(),
 		"too_many_devices": l.rejected.tooManyDevices.Load(),
 		"full":             l.rejected.full.Load(),
+		"disk_low":         l.rejected.diskLow.Load(),
 		"closed":           l.rejected.closed.Load(),
 	}
 	return s

@@ -226,6 +226,14 @@ type WAL struct {
 	MaxAge        time.Duration  `yaml:"max_age"`
 	FullPolicy    wal.FullPolicy `yaml:"full_policy"`
 	MaxDevices    int            `yaml:"max_devices"`
+	// MinFreeBytes and MinFreePercent: the free-space watermark of the data
+	// file system (the larger applies).
+	MinFreeBytes   ByteSize `yaml:"min_free_bytes"`
+	MinFreePercent float64  `yaml:"min_free_percent"`
+	// RetentionInterval and CheckpointInterval: how often retention runs and
+	// the device table is checkpointed (tests shorten them).
+	RetentionInterval  time.Duration `yaml:"retention_interval"`
+	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
 }
 
 // QueueDefaults apply to every queue group that does not set its own.
@@ -364,6 +372,11 @@ func Default() Config {
 			MaxBytes:      ByteSize(w.MaxBytes),
 			FullPolicy:    w.FullPolicy,
 			MaxDevices:    w.MaxDevices,
+
+			MinFreeBytes:       ByteSize(w.MinFreeBytes),
+			MinFreePercent:     w.MinFreePercent,
+			RetentionInterval:  w.RetentionInterval,
+			CheckpointInterval: w.CheckpointInterval,
 		},
 		Queue: QueueDefaults{
 			AckWait:        30 * time.Second,
@@ -392,6 +405,10 @@ func (c *Config) WALOptions() wal.Options {
 	o.MaxAge = c.WAL.MaxAge
 	o.FullPolicy = c.WAL.FullPolicy
 	o.MaxDevices = c.WAL.MaxDevices
+	o.MinFreeBytes = int64(c.WAL.MinFreeBytes)
+	o.MinFreePercent = c.WAL.MinFreePercent
+	o.RetentionInterval = c.WAL.RetentionInterval
+	o.CheckpointInterval = c.WAL.CheckpointInterval
 	o.MaxRecordBytes = int(c.NATS.MaxPayload) + 64<<10 // payload plus device, headers, framing
 	return o
 }

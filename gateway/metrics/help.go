@@ -230,4 +230,8 @@ var help = map[string]string{
 	"edgeq_nsq_refused_connections_total":             "NSQ client connections refused (nsq.max_connections).",
 	"edgeq_nsq_slow_consumers_total":                  "NSQ connections closed because their pending output passed nsq.max_pending.",
 	"edgeq_nsq_unknown_ids_total":                     "FIN, REQ or TOUCH of a message ID the connection does not hold.",
+	"edgeq_log_disk_failing":                          "1 while writes to the data directory fail (EIO, EROFS, ENOSPC); /readyz says why.",
+	"edgeq_log_disk_free_bytes":                       "Free bytes of the data directory's file system, as last checked.",
+	"edgeq_log_disk_low":                              "1 while free space is below the watermark (wal.min_free_bytes / min_free_percent): publishes are refused or the oldest data dropped, by full_policy.",
+	"edgeq_log_disk_min_free_bytes":                   "The free-space watermark in bytes.",
 }

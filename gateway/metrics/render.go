@@ -62,7 +62,7 @@ func renderNode(e *enc, s *Snapshot) {
 
 // rejectedReasons are the log's refusal reasons (wal.Stats.Rejected), in a
 // fixed order so that the series do not move between scrapes.
-var rejectedReasons = []string{"bad_device_id", "too_large", "too_many_devices", "full", "closed"}
+var rejectedReasons = []string{"bad_device_id", "too_large", "too_many_devices", "full", "disk_low", "closed"}
 
 func renderIngest(e *enc, s *Snapshot) {
 	srcs := []struct {
@@ -118,6 +118,10 @@ func renderLog(e *enc, s *Snapshot) {
 	e.gauge1("edgeq_log_bytes", uint64(max(l.Bytes, 0)))
 	e.gauge1("edgeq_log_max_bytes", uint64(max(l.MaxBytes, 0)))
 	e.gauge1("edgeq_log_full", boolValue(l.Full))
+	e.gauge1("edgeq_log_disk_free_bytes", uint64(max(l.DiskFree, 0)))
+	e.gauge1("edgeq_log_disk_min_free_bytes", uint64(max(l.MinFree, 0)))
+	e.gauge1("edgeq_log_disk_low", boolValue(l.DiskLow))
+	e.gauge1("edgeq_log_disk_failing", boolValue(l.DiskFault != ""))
 	e.gauge1("edgeq_log_devices", uint64(max(l.Devices, 0)))
 	e.gauge1("edgeq_log_max_devices", uint64(max(l.MaxDevices, 0)))
 	if len(l.Partitions) == 0 {

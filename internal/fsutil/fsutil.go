@@ -45,3 +45,26 @@ func SyncDir(dir string) error {
 	}
 	return nil
 }
+
+// MkdirAll is os.MkdirAll that also makes each directory it creates durable
+// (fsync of its parent): a power cut after the first start must not take the
+// data directory back.
+func MkdirAll(dir string, perm os.FileMode) error {
+	dir = filepath.Clean(dir)
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("mkdir %s: not a directory", dir)
+		}
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := MkdirAll(parent, perm); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("mkdir %s: %w", dir, err)
+	}
+	return SyncDir(parent)
+}
