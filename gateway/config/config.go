@@ -128,6 +128,9 @@ type NSQ struct {
 	// NSQ off. Beyond loopback it needs auth_token (clients send it with AUTH).
 	Listen    string `yaml:"listen"`
 	AuthToken string `yaml:"auth_token"`
+	// AllowPlaintext lets listen be beyond loopback (the NSQ listener has
+	// no TLS): tokens and telemetry then cross the LAN in clear.
+	AllowPlaintext bool `yaml:"allow_plaintext"`
 	// DeviceField is the JSON path (tidwall/gjson syntax) of the device ID in
 	// a message published to the bare topic (default "device").
 	DeviceField string `yaml:"device_field"`
@@ -655,6 +658,11 @@ func (c *Config) validateNSQ(bad func(key, format string, args ...any)) {
 		bad("nsq.listen", "%v", err)
 	} else if !isLoopback(n.Listen) && n.AuthToken == "" {
 		bad("nsq.listen", "%q is beyond loopback: set nsq.auth_token", n.Listen)
+	} else if !isLoopback(n.Listen) && !n.AllowPlaintext {
+		// The NSQ front end has no TLS (IDENTIFY answers tls_v1: false).
+		bad("nsq.listen", "%q is beyond loopback without TLS, which the NSQ listener does not offer: keep it on loopback, or set nsq.allow_plaintext: true", n.Listen)
+	} else if !isLoopback(n.Listen) && len(n.AuthToken) < 16 {
+		bad("nsq.auth_token", "%d characters: beyond loopback at least 16", len(n.AuthToken))
 	}
 	if n.DeviceField == "" {
 		bad("nsq.device_field", "empty, want a JSON path such as device")

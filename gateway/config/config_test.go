@@ -98,6 +98,8 @@ func TestRejectsWithKeyNames(t *testing.T) {
 		{"negative device share bytes", "", []string{"EDGEQ_QUEUE_DEVICE_SHARE_BYTES=-1"}, "queue.device_share_bytes"},
 		{"negative move-back backlog", "hot:\n  move_back_backlog: -1\n", nil, "hot.move_back_backlog"},
 		{"nsq beyond loopback without token", "nsq:\n  listen: 0.0.0.0:4150\n", nil, "nsq.listen: \"0.0.0.0:4150\" is beyond loopback: set nsq.auth_token"},
+		{"nsq beyond loopback in plaintext", "nsq:\n  listen: 0.0.0.0:4150\n  auth_token: s3cret-of-16-chars\n", nil, "nsq.allow_plaintext: true"},
+		{"nsq short token beyond loopback", "nsq:\n  listen: 0.0.0.0:4150\n  auth_token: short\n  allow_plaintext: true\n", nil, "nsq.auth_token"},
 		{"nsq rdy", "nsq:\n  listen: 127.0.0.1:4150\n  max_rdy_count: 0\n", nil, "nsq.max_rdy_count"},
 		{"nsq heartbeat", "", []string{"EDGEQ_NSQ_LISTEN=127.0.0.1:4150", "EDGEQ_NSQ_HEARTBEAT_INTERVAL=5m"}, "nsq.heartbeat_interval"},
 		{"nsq msg size over max_payload", "nsq:\n  listen: 127.0.0.1:4150\n  max_msg_size: 2MiB\n", nil, "nsq.max_msg_size"},
@@ -154,7 +156,7 @@ func TestNSQOffByDefault(t *testing.T) {
 	if err != nil || cfg.NSQ.Listen != "" {
 		t.Fatalf("nsq.listen %q, err %v: want off by default", cfg.NSQ.Listen, err)
 	}
-	path := writeFile(t, "nsq:\n  listen: 0.0.0.0:4150\n  auth_token: s3cret\n")
+	path := writeFile(t, "nsq:\n  listen: 0.0.0.0:4150\n  auth_token: s3cret-of-16-chars\n  allow_plaintext: true\n")
 	if _, err := Load(path, nil, Flags{}); err != nil {
 		t.Fatal(err)
 	}
