@@ -3,7 +3,6 @@ package groups
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"edgeq/gateway/queue"
 	"edgeq/wal"
@@ -37,7 +36,7 @@ func (f *fetcher) run(ctx context.Context) {
 }
 
 func (f *fetcher) serve(ctx context.Context, req queue.Fetch) (fetchResult, bool) {
-	backoff := 100 * time.Millisecond
+	retry := retryBackoff{policy: &readRetry}
 	for {
 		b, err := readWhenDurable(ctx, f.log, f.partition, req.From, req.MaxMsgs, req.MaxBytes)
 		if ctx.Err() != nil {
@@ -47,10 +46,7 @@ func (f *fetcher) serve(ctx context.Context, req queue.Fetch) (fetchResult, bool
 			return fetchResult{partition: f.partition, msgs: toMsgs(f.partition, b.Entries), next: b.Next}, true
 		}
 		f.logger.Error("read partition", "partition", f.partition, "from", req.From, "err", err)
-		select {
-		case <-time.After(backoff):
-			backoff = min(2*backoff, 5*time.Second)
-		case <-ctx.Done():
+		if !retry.wait(ctx) {
 			return fetchResult{}, false
 		}
 	}

@@ -3,10 +3,12 @@ package groups
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sort"
 	"time"
 
 	"edgeq/gateway/queue"
+	"edgeq/internal/backoff"
 	"edgeq/wal"
 )
 
@@ -34,17 +36,29 @@ func (r *Registry) remoteMember(node string, key GroupKey, id queue.MemberID) Me
 // that came up (see attach).
 const attachSettle = 500 * time.Millisecond
 
-// retryBackoff paces retries against an unreachable peer.
-type retryBackoff struct{ d time.Duration }
+// peerRetry paces retries against an unreachable peer; readRetry those of
+// a local read that failed.
+var (
+	peerRetry = backoff.Policy{Min: 100 * time.Millisecond, Max: time.Second}
+	readRetry = backoff.Policy{Min: 100 * time.Millisecond, Max: 5 * time.Second}
+)
 
+// retryBackoff counts the attempts of one retry loop (the zero value uses
+// peerRetry; a new value starts over).
+type retryBackoff struct {
+	policy   *backoff.Policy
+	attempts int
+}
+
+// wait sleeps before the next attempt; false when ctx ended first.
 func (b *retryBackoff) wait(ctx context.Context) bool {
-	b.d = min(max(2*b.d, 100*time.Millisecond), time.Second)
-	select {
-	case <-time.After(b.d):
-		return true
-	case <-ctx.Done():
-		return false
+	p := b.policy
+	if p == nil {
+		p = &peerRetry
 	}
+	d := p.Delay(b.attempts, rand.Float64())
+	b.attempts++
+	return backoff.Sleep(ctx.Done(), d)
 }
 
 // attach starts reading node's partitions: it asks node for the group's

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"edgeq/gateway/groups"
 	"edgeq/gateway/natsproto"
 	"edgeq/gateway/tlsconf"
+	"edgeq/internal/backoff"
 	"edgeq/wal"
 
 	"golang.org/x/crypto/bcrypt"
@@ -150,12 +152,15 @@ func (s *Server) Start() error {
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
+// acceptRetry paces accepts after an error: 5 ms doubling up to 1 s.
+var acceptRetry = backoff.Policy{Min: 5 * time.Millisecond, Max: time.Second}
+
 // Counters returns the server's counters.
 func (s *Server) Counters() *Stats { return &s.stats }
 
 func (s *Server) acceptLoop() {
 	defer s.wg.Done()
-	backoff := 5 * time.Millisecond
+	failures := 0
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -163,16 +168,15 @@ func (s *Server) acceptLoop() {
 				return
 			}
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles()) {
-				time.Sleep(backoff)
-				backoff = min(2*backoff, time.Second)
-				continue
+			if !(errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles())) && failures == 0 {
+				s.logger.Error("accept", "err", err)
 			}
-			s.logger.Error("accept", "err", err)
-			time.Sleep(backoff)
+			// Out of file descriptors, say: pace the retries as net/http does.
+			time.Sleep(acceptRetry.Delay(failures, rand.Float64()))
+			failures++
 			continue
 		}
-		backoff = 5 * time.Millisecond
+		failures = 0
 		s.mu.Lock()
 		if len(s.conns) >= s.cfg.MaxConnections {
 			s.mu.Unlock()
