@@ -240,6 +240,13 @@ func newMemCluster(t *testing.T, cfg queue.Config, ids ...string) (*memNet, map[
 			}
 		}
 	}
+	// Before the logs close (cleanups run last first): no runner of this
+	// test outlives it, delivering to its members.
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			n.reg.Drain(time.Now())
+		}
+	})
 	return net, nodes
 }
 
@@ -528,6 +535,8 @@ func TestClusterDeviceShareOnPeerPartition(t *testing.T) {
 		st := a.reg.Stats()
 		return len(st) == 1 && st[0].Core.SetAside > 0 && st[0].Core.StallsAvoided > 0
 	})
+	// Stop delivering before waiting for the member's acks: a WaitGroup
+	// must not be added to while it is waited on.
+	<-a.reg.StepDown(key, false, time.Now().Add(time.Second))
 	ma.wg.Wait()
-	<-a.reg.StepDown(key, false, time.Now().Add(time.Second)) // no runner outlives the test
 }
