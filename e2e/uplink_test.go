@@ -1,0 +1,299 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// jsServer is a real nats-server with JetStream, the upstream of an uplink.
+type jsServer struct {
+	t    *testing.T
+	bin  string
+	port int
+	dir  string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func newJSServer(t *testing.T) *jsServer {
+	bin := requireTool(t, "nats-server", "/usr/sbin/nats-server")
+	s := &jsServer{t: t, bin: bin, port: freePort(t), dir: filepath.Join(t.TempDir(), "js")}
+	t.Cleanup(func() {
+		if s.cmd != nil {
+			s.kill()
+		}
+	})
+	return s
+}
+
+func (s *jsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.port) }
+
+func (s *jsServer) start() {
+	s.t.Helper()
+	s.cmd = exec.Command(s.bin, "-js", "-sd", s.dir, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port))
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.done = make(chan struct{})
+	go func() { s.cmd.Wait(); close(s.done) }()
+	waitFor(s.t, "nats-server up", 20*time.Second, func() bool {
+		nc, err := nats.Connect(s.url())
+		if err != nil {
+			return false
+		}
+		defer nc.Close()
+		js, _ := jetstream.New(nc)
+		_, err = js.AccountInfo(context.Background())
+		return err == nil
+	})
+}
+
+func (s *jsServer) kill() {
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+	s.cmd = nil
+}
+
+// createStream makes the stream PLANT on plant3.> (duplicate window 2m).
+func (s *jsServer) createStream() {
+	s.t.Helper()
+	nc, err := nats.Connect(s.url())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "PLANT", Subjects: []string{"plant3.>"},
+		Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// streamMsg is one message read back from the stream.
+type streamMsg struct {
+	subject, payload, msgID string
+}
+
+// readStream returns every message of PLANT, in stream order.
+func (s *jsServer) readStream(t *testing.T) []streamMsg {
+	t.Helper()
+	nc, err := nats.Connect(s.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	st, err := js.Stream(ctx, "PLANT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []streamMsg
+	for uint64(len(out)) < info.State.Msgs {
+		b, err := cons.Fetch(1000, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range b.Messages() {
+			out = append(out, streamMsg{subject: m.Subject(), payload: string(m.Data()), msgID: m.Headers().Get("Nats-Msg-Id")})
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("stream read stalled at %d of %d", len(out), info.State.Msgs)
+		}
+	}
+	return out
+}
+
+func (s *jsServer) streamMsgs() uint64 {
+	nc, err := nats.Connect(s.url())
+	if err != nil {
+		return 0
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	st, err := js.Stream(context.Background(), "PLANT")
+	if err != nil {
+		return 0
+	}
+	info, err := st.Info(context.Background())
+	if err != nil {
+		return 0
+	}
+	return info.State.Msgs
+}
+
+func uplinkYAML(url string) string {
+	return fmt.Sprintf(`queue:
+  ack_wait: 5s
+uplinks:
+  - name: cloud
+    type: nats
+    window: 256
+    timeout: 2s
+    retry_min: 50ms
+    retry_max: 1s
+    nats:
+      url: %s
+      subject: plant3.{device}
+`, url)
+}
+
+// checkUpstream compares what edgeq pub-acked with what the stream holds:
+// every acked payload is there, each device's payloads first appear in
+// publish order, and duplicates are counted.
+func checkUpstream(t *testing.T, acked map[string]pubAck, msgs []streamMsg) (dupes int) {
+	t.Helper()
+	seen := map[string]int{}
+	last := map[string]int{}
+	for _, m := range msgs {
+		seen[m.payload]++
+		if seen[m.payload] > 1 {
+			dupes++
+			continue
+		}
+		dev, n, ok := strings.Cut(m.payload, "|")
+		if !ok {
+			t.Fatalf("unexpected payload %q", m.payload)
+		}
+		if m.subject != "plant3."+dev {
+			t.Fatalf("payload %q on subject %q", m.payload, m.subject)
+		}
+		i, _ := strconv.Atoi(n)
+		if i <= last[dev] {
+			t.Fatalf("device %s: %d after %d upstream (per-device order broken)", dev, i, last[dev])
+		}
+		last[dev] = i
+		if !strings.HasPrefix(m.msgID, "e2e-node:"+dev+":") {
+			t.Fatalf("Nats-Msg-Id %q of %q, want e2e-node:%s:<seq>", m.msgID, m.payload, dev)
+		}
+	}
+	var missing []string
+	for p := range acked {
+		if seen[p] == 0 {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("%d of %d pub-acked messages missing upstream, e.g. %v", len(missing), len(acked), missing[:min(10, len(missing))])
+	}
+	return dupes
+}
+
+// TestUplinkNATSKills: 20,000 messages over 100 devices forwarded to a real
+// JetStream while the upstream is killed (-9) and restarted, and edgeq too.
+func TestUplinkNATSKills(t *testing.T) {
+	js := newJSServer(t)
+	js.start()
+	js.createStream()
+	n := newNode(t, uplinkYAML(js.url()))
+	n.start()
+	pub := newPublisher(t, n.url(), 200)
+	const devices, total = 100, 20000
+	var wg sync.WaitGroup
+	var published sync.WaitGroup
+	published.Add(1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer published.Done()
+		for i := 1; i <= total/devices; i++ {
+			for d := 0; d < devices; d++ {
+				dev := fmt.Sprintf("dev-%03d", d)
+				pub.publish(dev, fmt.Sprintf("%s|%d", dev, i))
+			}
+		}
+	}()
+	waitFor(t, "traffic before the upstream kill", 60*time.Second, func() bool { return pub.acked() > 4000 })
+	js.kill()
+	time.Sleep(500 * time.Millisecond)
+	js.start()
+	waitFor(t, "traffic before the edgeq kill", 60*time.Second, func() bool { return pub.acked() > 10000 })
+	n.kill()
+	before := pub.acked()
+	n.start()
+	for len(pub.window) > 0 { // publishes whose ack died with the node
+		select {
+		case <-pub.window:
+		default:
+		}
+	}
+	// Free window slots of publishes lost with the node until done.
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Second):
+				for len(pub.window) > 0 {
+					select {
+					case <-pub.window:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	published.Wait()
+	close(stop)
+	wg.Wait()
+	acked := pub.ackedPayloads()
+	if len(acked) < total-2000 {
+		t.Fatalf("only %d of %d publishes acked", len(acked), total)
+	}
+	waitFor(t, "the stream to hold every acked message", 120*time.Second, func() bool { return js.streamMsgs() >= uint64(len(acked)) })
+	// Let the uplink catch up on anything stored but not acked to the publisher.
+	time.Sleep(time.Second)
+	msgs := js.readStream(t)
+	dupes := checkUpstream(t, acked, msgs)
+	if dupes > 0 {
+		t.Errorf("%d duplicates upstream, want 0 (Nats-Msg-Id dedup)", dupes)
+	}
+	t.Logf("%d pub-acked (%d before the edgeq kill), %d in the stream, %d duplicates", len(acked), before, len(msgs), dupes)
+}
+
+// TestUplinkNATSLateUpstream: the upstream is absent while a backlog is
+// stored, then comes up: the backlog drains, in order.
+func TestUplinkNATSLateUpstream(t *testing.T) {
+	js := newJSServer(t)
+	n := newNode(t, uplinkYAML(js.url()))
+	n.start()
+	pub := newPublisher(t, n.url(), 200)
+	const devices, rounds = 20, 100
+	for i := 1; i <= rounds; i++ {
+		for d := 0; d < devices; d++ {
+			dev := fmt.Sprintf("late-%02d", d)
+			pub.publish(dev, fmt.Sprintf("%s|%d", dev, i))
+		}
+	}
+	waitFor(t, "all acked", 60*time.Second, func() bool { return pub.acked() == devices*rounds })
+	time.Sleep(time.Second) // the uplink retries against nothing meanwhile
+	js.start()
+	js.createStream()
+	waitFor(t, "the backlog to drain", 90*time.Second, func() bool { return js.streamMsgs() >= devices*rounds })
+	msgs := js.readStream(t)
+	if dupes := checkUpstream(t, pub.ackedPayloads(), msgs); dupes > 0 {
+		t.Errorf("%d duplicates upstream", dupes)
+	}
+}
