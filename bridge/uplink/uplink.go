@@ -185,6 +185,7 @@ func (u *Uplink) Run(ctx context.Context) {
 	if u.cfg.Type == TypeHTTP {
 		batchMax = u.cfg.HTTP.Batch
 	}
+	_, inPlace := u.tr.(interface{ atomicBatches() bool })
 	batch := make([]*Item, 0, batchMax)
 	res := make([]Result, batchMax)
 	for {
@@ -207,20 +208,104 @@ func (u *Uplink) Run(ctx context.Context) {
 		if !u.wait(ctx, batch) {
 			return
 		}
-		u.mu.Lock()
-		u.inSend = batch
-		u.mu.Unlock()
-		clear(res)
-		start := u.now()
-		u.stats.sent.Add(uint64(len(batch)))
-		u.tr.Send(ctx, batch, res[:len(batch)])
-		el := u.now().Sub(start)
-		u.mu.Lock()
-		u.inSend = nil
-		u.mu.Unlock()
+		if inPlace {
+			u.sendAtomic(ctx, batch, res)
+			continue
+		}
+		el := u.send(ctx, batch, res)
 		for i, it := range batch {
 			u.finish(it, res[i], el)
 		}
+	}
+}
+
+// send hands batch to the transport once and returns how long it took.
+func (u *Uplink) send(ctx context.Context, batch []*Item, res []Result) time.Duration {
+	u.mu.Lock()
+	u.inSend = batch
+	u.mu.Unlock()
+	clear(res)
+	start := u.now()
+	u.stats.sent.Add(uint64(len(batch)))
+	u.tr.Send(ctx, batch, res[:len(batch)])
+	el := u.now().Sub(start)
+	u.mu.Lock()
+	u.inSend = nil
+	u.mu.Unlock()
+	return el
+}
+
+// sendAtomic sends a batch whose records share one outcome (an HTTP POST).
+// A retryable failure retries the same batch after a jittered backoff,
+// keeping its records (their ack_wait restarted), so that a retry carries
+// the same idempotency key. A refusal of a batch of several records sends
+// them again one by one, so that only the refused ones are dead-lettered.
+func (u *Uplink) sendAtomic(ctx context.Context, batch []*Item, res []Result) {
+	for attempt := 0; ; attempt++ {
+		el := u.send(ctx, batch, res)
+		r := res[0]
+		switch {
+		case r.Outcome == OK:
+			for _, it := range batch {
+				u.finish(it, r, el)
+			}
+			return
+		case r.Outcome == Permanent && len(batch) > 1:
+			u.noteErr(r.Err)
+			for _, it := range batch {
+				u.sendAtomic(ctx, []*Item{it}, res)
+			}
+			return
+		case r.Outcome == Permanent:
+			u.finish(batch[0], r, el)
+			return
+		}
+		u.stats.failed.Add(uint64(len(batch)))
+		u.stats.retried.Add(uint64(len(batch)))
+		u.noteErr(r.Err)
+		u.mu.Lock()
+		u.state = "retrying"
+		u.mu.Unlock()
+		if ctx.Err() != nil {
+			u.nakAll(batch, 0)
+			return
+		}
+		d := u.backoff.Delay(attempt, u.rnd)
+		// Keep the records: tell the group the uplink still works on them.
+		for _, it := range batch {
+			_ = u.acker.Ack(groups.Ack{Handle: it.handle, Kind: groups.AckInProgress})
+		}
+		u.mu.Lock()
+		u.inSend = batch
+		u.mu.Unlock()
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			u.nakAll(batch, 0)
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// nakAll hands batch back to the group (shutdown).
+func (u *Uplink) nakAll(batch []*Item, delay time.Duration) {
+	for _, it := range batch {
+		_ = u.acker.Ack(groups.Ack{Handle: it.handle, Kind: groups.AckNak, Delay: delay})
+		u.held.Add(-1)
+	}
+}
+
+func (u *Uplink) noteErr(err error) {
+	if err == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err.Error() != u.lastErr {
+		u.lastErr = err.Error()
+		u.logger.Warn("upstream failed", "err", err)
 	}
 }
 
@@ -381,6 +466,8 @@ func Open(cfg Config, node string, acker Acker, logger *slog.Logger) (*Uplink, e
 	switch cfg.Type {
 	case TypeNATS:
 		tr, err = newNATS(&cfg, node, lg)
+	case TypeHTTP:
+		tr, err = newHTTP(&cfg)
 	default:
 		err = fmt.Errorf("uplink %s: type %q is not built yet", cfg.Name, cfg.Type)
 	}
