@@ -148,4 +148,3 @@ func classifyHTTP(code int, msg []byte) Result {
 		return Result{Outcome: Permanent, Err: fmt.Errorf("http status %d: %s", code, msg)}
 	}
 }
-
