@@ -468,6 +468,8 @@ func Open(cfg Config, node string, acker Acker, logger *slog.Logger) (*Uplink, e
 		tr, err = newNATS(&cfg, node, lg)
 	case TypeHTTP:
 		tr, err = newHTTP(&cfg)
+	case TypeMQTT:
+		tr, err = newMQTT(&cfg, node, lg)
 	default:
 		err = fmt.Errorf("uplink %s: type %q is not built yet", cfg.Name, cfg.Type)
 	}
