@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -288,7 +291,11 @@ func TestUplinkNATSLateUpstream(t *testing.T) {
 		}
 	}
 	waitFor(t, "all acked", 60*time.Second, func() bool { return pub.acked() == devices*rounds })
-	time.Sleep(time.Second) // the uplink retries against nothing meanwhile
+	// While the upstream is absent: the uplink is down, its lag is the backlog.
+	waitFor(t, "status showing the backlog", 30*time.Second, func() bool {
+		u, ok := uplinkStatus(t, n)
+		return ok && u.State == "down" && !u.Connected && u.LagRecords == devices*rounds && u.Acked == 0 && u.Oldest > 0
+	})
 	js.start()
 	js.createStream()
 	waitFor(t, "the backlog to drain", 90*time.Second, func() bool { return js.streamMsgs() >= devices*rounds })
@@ -296,4 +303,45 @@ func TestUplinkNATSLateUpstream(t *testing.T) {
 	if dupes := checkUpstream(t, pub.ackedPayloads(), msgs); dupes > 0 {
 		t.Errorf("%d duplicates upstream", dupes)
 	}
+	waitFor(t, "status showing the drain", 30*time.Second, func() bool {
+		u, ok := uplinkStatus(t, n)
+		return ok && u.State == "up" && u.Connected && u.LagRecords == 0 && u.Acked >= devices*rounds && u.Held == 0
+	})
+	resp, err := http.Get(n.httpURL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`edgeq_uplink_acked_total{uplink="cloud",type="nats"} `, `edgeq_uplink_state{uplink="cloud",type="nats",state="up"} 1`,
+		`edgeq_uplink_lag_records{uplink="cloud",type="nats"} 0`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+type uplinkStat struct {
+	Name       string  `json:"name"`
+	State      string  `json:"state"`
+	Connected  bool    `json:"connected"`
+	LagRecords uint64  `json:"lag_records"`
+	Held       int     `json:"held"`
+	Acked      uint64  `json:"acked"`
+	Oldest     float64 `json:"oldest_unsent_seconds"`
+}
+
+func uplinkStatus(t *testing.T, n *node) (uplinkStat, bool) {
+	resp, err := http.Get(n.httpURL() + "/v1/status")
+	if err != nil {
+		return uplinkStat{}, false
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Uplinks []uplinkStat `json:"uplinks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || len(st.Uplinks) != 1 {
+		return uplinkStat{}, false
+	}
+	return st.Uplinks[0], true
 }

@@ -66,12 +66,3 @@ func (n *Node) closeUplinks() {
 		r.u.Close()
 	}
 }
-
-// UplinkStats returns a snapshot of every uplink.
-func (n *Node) UplinkStats() []uplink.Stats {
-	out := make([]uplink.Stats, 0, len(n.uplinks))
-	for _, r := range n.uplinks {
-		out = append(out, r.u.Stats())
-	}
-	return out
-}

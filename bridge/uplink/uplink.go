@@ -411,8 +411,11 @@ type Stats struct {
 	// transport is not connected).
 	State     string `json:"state"`
 	Connected bool   `json:"connected"`
-	Held      int    `json:"held"` // records queued or awaiting the upstream
-	Window    int    `json:"window"`
+	// LagRecords: durable records of the group not yet acknowledged
+	// upstream (filled by the node from the group's stats).
+	LagRecords uint64 `json:"lag_records"`
+	Held       int    `json:"held"` // records queued or awaiting the upstream
+	Window     int    `json:"window"`
 	// OldestUnsent is the age of the oldest record the uplink holds or failed
 	// to send and has not sent since.
 	OldestUnsentSeconds float64       `json:"oldest_unsent_seconds"`
