@@ -345,3 +345,18 @@ func uplinkStatus(t *testing.T, n *node) (uplinkStat, bool) {
 	}
 	return st.Uplinks[0], true
 }
+
+// TestUplinkBadConfigRefused: edgeq refuses to start, naming the key.
+func TestUplinkBadConfigRefused(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"uplinks: [{name: a, type: kafka}]\n", "uplinks[0].type"},
+		{"uplinks: [{name: a, type: nats, nats: {url: 'nats://127.0.0.1:1', subject: 'p.{nope}'}}]\n", "uplinks[0].nats.subject"},
+		{"uplinks: [{name: a, type: nats, nats: {url: 'nats://127.0.0.1:1', subject: p, creds_file: /nonexistent.creds}}]\n", "uplinks[0].nats.creds_file"},
+	} {
+		n := newNode(t, tt.yaml)
+		out, err := runCmd(edgeqBin, "run", "--data", n.dataDir, "--config", n.config, "--nats", "127.0.0.1:0", "--http", "127.0.0.1:0")
+		if err == nil || !strings.Contains(out, tt.want) {
+			t.Errorf("edgeq run with %q: err %v, output %q; want a refusal naming %s", tt.yaml, err, out, tt.want)
+		}
+	}
+}

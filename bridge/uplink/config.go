@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 )
@@ -123,6 +124,14 @@ func (c *Config) Validate(key string) error {
 	check(c.RetryMin > 0 && c.RetryMax >= c.RetryMin, "retry_min", "%v..%v, want 0 < retry_min <= retry_max", c.RetryMin, c.RetryMax)
 	check(c.RateMsgs >= 0 && c.RateBytes >= 0, "rate_msgs", "rate_msgs %v, rate_bytes %v, want >= 0", c.RateMsgs, c.RateBytes)
 	check((c.CertFile == "") == (c.KeyFile == ""), "cert_file", "set cert_file and key_file both or neither")
+	for _, f := range []struct{ key, path string }{{"ca_file", c.CAFile}, {"cert_file", c.CertFile}, {"key_file", c.KeyFile}, {"nats.creds_file", c.NATS.CredsFile}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			check(false, f.key, "%v", err)
+		}
+	}
 	switch c.Type {
 	case TypeNATS:
 		n := c.NATS
