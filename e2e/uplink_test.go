@@ -319,6 +319,10 @@ func TestUplinkNATSLateUpstream(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+	out, err := runCmd(edgeqBin, "status", "--http", n.httpURL())
+	if err != nil || !strings.Contains(out, "UPLINK") || !strings.Contains(out, "cloud") {
+		t.Errorf("edgeq status: %v\n%s", err, out)
+	}
 }
 
 type uplinkStat struct {
