@@ -21,7 +21,7 @@ import (
 
 // jsServer is a real nats-server with JetStream, the upstream of an uplink.
 type jsServer struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	port int
 	dir  string
@@ -29,7 +29,7 @@ type jsServer struct {
 	done chan struct{}
 }
 
-func newJSServer(t *testing.T) *jsServer {
+func newJSServer(t testing.TB) *jsServer {
 	bin := requireTool(t, "nats-server", "/usr/sbin/nats-server")
 	s := &jsServer{t: t, bin: bin, port: freePort(t), dir: filepath.Join(t.TempDir(), "js")}
 	t.Cleanup(func() {
@@ -89,7 +89,7 @@ type streamMsg struct {
 }
 
 // readStream returns every message of PLANT, in stream order.
-func (s *jsServer) readStream(t *testing.T) []streamMsg {
+func (s *jsServer) readStream(t testing.TB) []streamMsg {
 	t.Helper()
 	nc, err := nats.Connect(s.url())
 	if err != nil {

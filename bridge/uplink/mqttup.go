@@ -78,36 +78,39 @@ func (t *mqttTransport) Connected() bool { return t.up.Load() }
 
 func (t *mqttTransport) Close() { t.client.Disconnect(250) }
 
-// Send publishes the batch (pipelined up to the window) and waits for the
-// PUBACKs. A token is trusted only if no reconnect happened between the
+// Start publishes one record with QoS 1.
+func (t *mqttTransport) Start(it *Item) Pending {
+	if !t.up.Load() {
+		return failed{Result{Outcome: Retry, Err: fmt.Errorf("mqtt: not connected")}}
+	}
+	gen := t.gen.Load()
+	tok := t.client.Publish(string(t.topic.Render(t.subj[:0], it.Device, it.Node)), 1, false, it.Payload)
+	return &mqttPending{t: t, tok: tok, gen: gen}
+}
+
+type mqttPending struct {
+	t   *mqttTransport
+	tok paho.Token
+	gen uint64
+}
+
+// Wait trusts a completed token only if no reconnect happened between the
 // publish and its completion.
-func (t *mqttTransport) Send(ctx context.Context, batch []*Item, res []Result) {
-	toks := make([]paho.Token, len(batch))
-	gens := make([]uint64, len(batch))
-	for i, it := range batch {
-		if !t.up.Load() {
-			res[i] = Result{Outcome: Retry, Err: fmt.Errorf("mqtt: not connected")}
-			continue
-		}
-		gens[i] = t.gen.Load()
-		toks[i] = t.client.Publish(string(t.topic.Render(t.subj[:0], it.Device, it.Node)), 1, false, it.Payload)
+func (p *mqttPending) Wait(ctx context.Context, deadline time.Time) Result {
+	tm := time.NewTimer(time.Until(deadline))
+	defer tm.Stop()
+	select {
+	case <-p.tok.Done():
+	case <-tm.C:
+		return Result{Outcome: Retry, Err: fmt.Errorf("mqtt: no PUBACK within %v", p.t.cfg.Timeout)}
+	case <-ctx.Done():
+		return Result{Outcome: Retry, Err: ctx.Err()}
 	}
-	deadline := time.Now().Add(t.cfg.Timeout)
-	for i, tok := range toks {
-		if tok == nil {
-			continue
-		}
-		if !tok.WaitTimeout(max(0, time.Until(deadline))) || ctx.Err() != nil {
-			res[i] = Result{Outcome: Retry, Err: fmt.Errorf("mqtt: no PUBACK within %v", t.cfg.Timeout)}
-			continue
-		}
-		switch {
-		case tok.Error() != nil:
-			res[i] = Result{Outcome: Retry, Err: fmt.Errorf("mqtt publish: %w", tok.Error())}
-		case t.gen.Load() != gens[i]:
-			res[i] = Result{Outcome: Retry, Err: fmt.Errorf("mqtt: reconnected while the publish was in flight; sent again")}
-		default:
-			res[i] = Result{Outcome: OK}
-		}
+	switch {
+	case p.tok.Error() != nil:
+		return Result{Outcome: Retry, Err: fmt.Errorf("mqtt publish: %w", p.tok.Error())}
+	case p.t.gen.Load() != p.gen:
+		return Result{Outcome: Retry, Err: fmt.Errorf("mqtt: reconnected while the publish was in flight; sent again")}
 	}
+	return Result{Outcome: OK}
 }

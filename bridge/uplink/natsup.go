@@ -78,63 +78,57 @@ func (t *natsTransport) Connected() bool { return t.nc.IsConnected() }
 
 func (t *natsTransport) Close() { t.nc.Close() }
 
-// Send publishes the whole batch at once (pipelined) and then collects the
-// pub-acks. Nats-Msg-Id makes a retry of a record the stream already has a
-// duplicate it drops (within the stream's duplicate window).
-func (t *natsTransport) Send(ctx context.Context, batch []*Item, res []Result) {
-	futs := make([]jetstream.PubAckFuture, len(batch))
-	for i, it := range batch {
-		m := nats.NewMsg(string(t.subject.Render(t.subj[:0], it.Device, it.Node)))
-		for _, h := range it.Headers {
-			m.Header.Add(h.Key, h.Value)
-		}
-		m.Header.Set("Edgeq-Node", it.Node)
-		m.Header.Set("Edgeq-Device", it.Device)
-		m.Header.Set("Edgeq-Seq", strconv.FormatUint(it.Seq, 10))
-		m.Header.Set("Edgeq-Time", strconv.FormatInt(it.Time, 10))
-		if it.Source != "" {
-			m.Header.Set("Edgeq-Source", it.Source)
-		}
-		m.Data = it.Payload
-		f, err := t.js.PublishMsgAsync(m, jetstream.WithMsgID(it.MsgID()), jetstream.WithStallWait(t.cfg.Timeout))
-		if err != nil {
-			res[i] = Result{Outcome: Retry, Err: fmt.Errorf("nats publish: %w", err)}
-			continue
-		}
-		futs[i] = f
+// Start publishes one record; Nats-Msg-Id makes a retry of a record the
+// stream already has a duplicate it drops (within the stream's duplicate
+// window).
+func (t *natsTransport) Start(it *Item) Pending {
+	m := nats.NewMsg(string(t.subject.Render(t.subj[:0], it.Device, it.Node)))
+	for _, h := range it.Headers {
+		m.Header.Add(h.Key, h.Value)
 	}
-	timer := time.NewTimer(t.cfg.Timeout)
-	defer timer.Stop()
-	expired := false
-	for i, f := range futs {
-		if f == nil {
-			continue
-		}
-		if expired {
-			select {
-			case <-f.Ok():
-				res[i] = Result{Outcome: OK}
-			case err := <-f.Err():
-				res[i] = classifyJS(err)
-			default:
-				res[i] = Result{Outcome: Retry, Err: jetstream.ErrAsyncPublishTimeout}
-			}
-			continue
-		}
-		select {
-		case <-f.Ok():
-			res[i] = Result{Outcome: OK}
-		case err := <-f.Err():
-			res[i] = classifyJS(err)
-		case <-timer.C:
-			expired = true
-			res[i] = Result{Outcome: Retry, Err: jetstream.ErrAsyncPublishTimeout}
-		case <-ctx.Done():
-			expired = true
-			res[i] = Result{Outcome: Retry, Err: ctx.Err()}
-		}
+	m.Header.Set("Edgeq-Node", it.Node)
+	m.Header.Set("Edgeq-Device", it.Device)
+	m.Header.Set("Edgeq-Seq", strconv.FormatUint(it.Seq, 10))
+	m.Header.Set("Edgeq-Time", strconv.FormatInt(it.Time, 10))
+	if it.Source != "" {
+		m.Header.Set("Edgeq-Source", it.Source)
+	}
+	m.Data = it.Payload
+	f, err := t.js.PublishMsgAsync(m, jetstream.WithMsgID(it.MsgID()), jetstream.WithStallWait(t.cfg.Timeout))
+	if err != nil {
+		return failed{Result{Outcome: Retry, Err: fmt.Errorf("nats publish: %w", err)}}
+	}
+	return natsPending{f}
+}
+
+type natsPending struct{ f jetstream.PubAckFuture }
+
+func (p natsPending) Wait(ctx context.Context, deadline time.Time) Result {
+	select {
+	case <-p.f.Ok():
+		return Result{Outcome: OK}
+	case err := <-p.f.Err():
+		return classifyJS(err)
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-p.f.Ok():
+		return Result{Outcome: OK}
+	case err := <-p.f.Err():
+		return classifyJS(err)
+	case <-t.C:
+		return Result{Outcome: Retry, Err: jetstream.ErrAsyncPublishTimeout}
+	case <-ctx.Done():
+		return Result{Outcome: Retry, Err: ctx.Err()}
 	}
 }
+
+// failed is a Pending that failed at once.
+type failed struct{ r Result }
+
+func (f failed) Wait(context.Context, time.Time) Result { return f.r }
 
 func classifyJS(err error) Result {
 	var api *jetstream.APIError

@@ -66,15 +66,36 @@ type Result struct {
 	Err     error
 }
 
-// Transport sends batches upstream. Send returns when every record of the
-// batch has an outcome (res has len(batch) entries); it must respect ctx and
-// the uplink's timeout itself.
+// Transport is an upstream connection. It also implements BatchSender or
+// Pipeliner, which say how records go out.
 type Transport interface {
-	Send(ctx context.Context, batch []*Item, res []Result)
 	// Connected reports whether the upstream connection is up (HTTP: the
 	// last request reached the server).
 	Connected() bool
 	Close()
+}
+
+// BatchSender sends batches: Send returns when every record of the batch
+// has an outcome (res has len(batch) entries); it respects ctx and the
+// uplink's timeout itself. A BatchSender whose batches succeed or fail as a
+// whole (an HTTP POST) also has a method atomicBatches.
+type BatchSender interface {
+	Send(ctx context.Context, batch []*Item, res []Result)
+}
+
+// Pipeliner sends records one by one without waiting (NATS, MQTT): Start
+// sends it and returns what to wait on. Records of different devices are in
+// flight together, up to the window; the group never gives two of one
+// device at once.
+type Pipeliner interface {
+	Start(it *Item) Pending
+}
+
+// Pending is a record sent and not yet answered.
+type Pending interface {
+	// Wait returns the record's outcome, a Retry once deadline passes or
+	// ctx ends.
+	Wait(ctx context.Context, deadline time.Time) Result
 }
 
 // Acker takes the uplink's answers about deliveries (groups.Registry).
@@ -185,6 +206,11 @@ func (u *Uplink) Run(ctx context.Context) {
 	if u.cfg.Type == TypeHTTP {
 		batchMax = u.cfg.HTTP.Batch
 	}
+	if p, ok := u.tr.(Pipeliner); ok {
+		u.runPipelined(ctx, p)
+		return
+	}
+	bs := u.tr.(BatchSender)
 	_, inPlace := u.tr.(interface{ atomicBatches() bool })
 	batch := make([]*Item, 0, batchMax)
 	res := make([]Result, batchMax)
@@ -209,25 +235,67 @@ func (u *Uplink) Run(ctx context.Context) {
 			return
 		}
 		if inPlace {
-			u.sendAtomic(ctx, batch, res)
+			u.sendAtomic(ctx, bs, batch, res)
 			continue
 		}
-		el := u.send(ctx, batch, res)
+		el := u.send(ctx, bs, batch, res)
 		for i, it := range batch {
 			u.finish(it, res[i], el)
 		}
 	}
 }
 
+type flight struct {
+	it    *Item
+	p     Pending
+	start time.Time
+}
+
+// runPipelined sends each record as it comes and answers the group about
+// each as soon as its acknowledgement is in, so credit flows back
+// continuously instead of batch by batch.
+func (u *Uplink) runPipelined(ctx context.Context, p Pipeliner) {
+	inflight := make(chan flight, u.cfg.Window)
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		for f := range inflight {
+			r := f.p.Wait(ctx, f.start.Add(u.cfg.Timeout))
+			u.finish(f.it, r, u.now().Sub(f.start))
+		}
+	}()
+	defer func() {
+		close(inflight)
+		<-collected
+	}()
+	one := make([]*Item, 1)
+	for {
+		var it *Item
+		select {
+		case <-ctx.Done():
+			return
+		case it = <-u.queue:
+		}
+		one[0] = it
+		if !u.wait(ctx, one) {
+			u.nakAll(one, 0)
+			return
+		}
+		u.stats.sent.Add(1)
+		now := u.now()
+		inflight <- flight{it: it, p: p.Start(it), start: now}
+	}
+}
+
 // send hands batch to the transport once and returns how long it took.
-func (u *Uplink) send(ctx context.Context, batch []*Item, res []Result) time.Duration {
+func (u *Uplink) send(ctx context.Context, bs BatchSender, batch []*Item, res []Result) time.Duration {
 	u.mu.Lock()
 	u.inSend = batch
 	u.mu.Unlock()
 	clear(res)
 	start := u.now()
 	u.stats.sent.Add(uint64(len(batch)))
-	u.tr.Send(ctx, batch, res[:len(batch)])
+	bs.Send(ctx, batch, res[:len(batch)])
 	el := u.now().Sub(start)
 	u.mu.Lock()
 	u.inSend = nil
@@ -240,9 +308,9 @@ func (u *Uplink) send(ctx context.Context, batch []*Item, res []Result) time.Dur
 // keeping its records (their ack_wait restarted), so that a retry carries
 // the same idempotency key. A refusal of a batch of several records sends
 // them again one by one, so that only the refused ones are dead-lettered.
-func (u *Uplink) sendAtomic(ctx context.Context, batch []*Item, res []Result) {
+func (u *Uplink) sendAtomic(ctx context.Context, bs BatchSender, batch []*Item, res []Result) {
 	for attempt := 0; ; attempt++ {
-		el := u.send(ctx, batch, res)
+		el := u.send(ctx, bs, batch, res)
 		r := res[0]
 		switch {
 		case r.Outcome == OK:
@@ -253,7 +321,7 @@ func (u *Uplink) sendAtomic(ctx context.Context, batch []*Item, res []Result) {
 		case r.Outcome == Permanent && len(batch) > 1:
 			u.noteErr(r.Err)
 			for _, it := range batch {
-				u.sendAtomic(ctx, []*Item{it}, res)
+				u.sendAtomic(ctx, bs, []*Item{it}, res)
 			}
 			return
 		case r.Outcome == Permanent:
