@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -358,7 +359,16 @@ func TestUplinkBadConfigRefused(t *testing.T) {
 		{"uplinks: [{name: a, type: nats, nats: {url: 'nats://127.0.0.1:1', subject: p, creds_file: /nonexistent.creds}}]\n", "uplinks[0].nats.creds_file"},
 	} {
 		n := newNode(t, tt.yaml)
-		out, err := runCmd(edgeqBin, "run", "--data", n.dataDir, "--config", n.config, "--nats", "127.0.0.1:0", "--http", "127.0.0.1:0")
+		cmd := exec.Command(edgeqBin, "run", "--data", n.dataDir, "--config", n.config, "--nats", "127.0.0.1:0", "--http", "127.0.0.1:0")
+		for _, kv := range os.Environ() { // the harness's EDGEQ_E2E_* are not settings
+			if !strings.HasPrefix(kv, "EDGEQ_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		timer := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
+		outb, err := cmd.CombinedOutput()
+		timer.Stop()
+		out := string(outb)
 		if err == nil || !strings.Contains(out, tt.want) {
 			t.Errorf("edgeq run with %q: err %v, output %q; want a refusal naming %s", tt.yaml, err, out, tt.want)
 		}
