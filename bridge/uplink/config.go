@@ -70,8 +70,10 @@ type HTTPConfig struct {
 	URL string `yaml:"url"`
 	// Format is jsonl (one JSON object a line, default) or array.
 	Format string `yaml:"format"`
-	// Batch bounds the records of one POST (default 100).
-	Batch int `yaml:"batch"`
+	// Batch bounds the records of one POST (default 100), BatchBytes their
+	// payload bytes (default 1MiB; a record larger than it goes alone).
+	Batch      int `yaml:"batch"`
+	BatchBytes int `yaml:"batch_bytes"`
 	// IdempotencyHeader carries a key stable across retries of a batch
 	// (default Idempotency-Key).
 	IdempotencyHeader string `yaml:"idempotency_header"`
@@ -103,7 +105,7 @@ const (
 // DefaultConfig returns a Config with the defaults set.
 func DefaultConfig() Config {
 	return Config{Window: DefaultWindow, Timeout: DefaultTimeout, RetryMin: DefaultRetryMin, RetryMax: DefaultRetryMax,
-		HTTP: HTTPConfig{Format: "jsonl", Batch: DefaultBatch, IdempotencyHeader: "Idempotency-Key"}}
+		HTTP: HTTPConfig{Format: "jsonl", Batch: DefaultBatch, BatchBytes: 1 << 20, IdempotencyHeader: "Idempotency-Key"}}
 }
 
 // QueueName is the uplink's queue group name.
@@ -160,6 +162,7 @@ func (c *Config) Validate(key string) error {
 		}
 		check(h.Format == "jsonl" || h.Format == "array", "http.format", "%q, want jsonl or array", h.Format)
 		check(h.Batch >= 1 && h.Batch <= 10000, "http.batch", "%d, want 1..10000", h.Batch)
+		check(h.BatchBytes >= 1024, "http.batch_bytes", "%d, want >= 1024", h.BatchBytes)
 		check(h.IdempotencyHeader != "", "http.idempotency_header", "empty")
 	case TypeMQTT:
 		m := c.MQTT

@@ -212,21 +212,36 @@ func (u *Uplink) Run(ctx context.Context) {
 	}
 	bs := u.tr.(BatchSender)
 	_, inPlace := u.tr.(interface{ atomicBatches() bool })
+	maxBytes := u.cfg.HTTP.BatchBytes
+	if maxBytes <= 0 {
+		maxBytes = 1 << 30
+	}
 	batch := make([]*Item, 0, batchMax)
 	res := make([]Result, batchMax)
+	var carry *Item // taken from the queue, for the next batch (bytes bound)
 	for {
 		batch = batch[:0]
-		select {
-		case <-ctx.Done():
-			return
-		case it := <-u.queue:
-			batch = append(batch, it)
-		}
-	fill:
-		for len(batch) < batchMax {
+		if carry != nil {
+			batch, carry = append(batch, carry), nil
+		} else {
 			select {
+			case <-ctx.Done():
+				return
 			case it := <-u.queue:
 				batch = append(batch, it)
+			}
+		}
+		size := len(batch[0].Payload)
+	fill:
+		for len(batch) < batchMax && size < maxBytes {
+			select {
+			case it := <-u.queue:
+				if size+len(it.Payload) > maxBytes {
+					carry = it
+					break fill
+				}
+				batch = append(batch, it)
+				size += len(it.Payload)
 			default:
 				break fill
 			}

@@ -242,3 +242,29 @@ func TestRateLimit(t *testing.T) {
 		t.Errorf("40 records in %v at 100 msgs/s", el)
 	}
 }
+
+func TestBatchBytesBound(t *testing.T) {
+	tr := &fakeTransport{answer: func(int, []*Item, int) Result { return Result{Outcome: OK} }}
+	cfg := testConfig()
+	cfg.Window, cfg.HTTP.Batch, cfg.HTTP.BatchBytes = 16, 10, 2048
+	ack := &fakeAcker{}
+	u := New(cfg, tr, ack, quiet, nil)
+	for off := uint64(1); off <= 6; off++ {
+		d := delivery(off, "d", 1)
+		d.Record.Payload = make([]byte, 1000)
+		u.Deliver(d)
+	}
+	go u.Run(context.Background())
+	defer u.Close()
+	waitUntil(t, "6 acked", func() bool { return ack.count() == 6 })
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, b := range tr.batches {
+		if len(b) > 2 {
+			t.Fatalf("batches %v: more than 2048 payload bytes in one", tr.batches)
+		}
+	}
+	if len(tr.batches) != 3 {
+		t.Errorf("%d batches, want 3 of 2", len(tr.batches))
+	}
+}
