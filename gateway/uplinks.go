@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"edgeq/bridge/uplink"
 	"edgeq/gateway/config"
@@ -39,16 +40,30 @@ func (n *Node) openUplinks() error {
 }
 
 // uplinkQueueConfig is the group of an uplink: it starts at the oldest
-// record, its only member's credit is the window, an upstream outage never
-// dead-letters (the uplink naks with its own backoff, for days if need be),
-// and ack_wait leaves room for a publish that takes the whole timeout.
+// record, its only member's credit is the window, and an upstream outage
+// never dead-letters (the uplink naks with its own backoff, for days if need
+// be). The uplink always answers, so ack_wait only has to outlast the
+// longest a record can wait in it: an in-place HTTP retry (backoff plus a
+// timeout, restarted by in-progress acks) or the queue behind a drain rate
+// limit. An ack_wait expiry would redeliver a record the uplink still holds.
 func uplinkQueueConfig(cfg config.Config, uc uplink.Config) queue.Config {
 	qc := queueConfig(cfg, config.Group{Queue: uc.QueueName(), Deliver: "all"})
 	qc.MaxInFlight = uc.Window
 	qc.MaxDeliver = 1 << 30
-	qc.AckWait = max(qc.AckWait, 3*uc.Timeout)
+	qc.AckWait = max(qc.AckWait, uplinkAckWait(uc, int64(cfg.NATS.MaxPayload)))
 	qc.MaxNakDelay = max(qc.MaxNakDelay, uc.RetryMax)
 	return qc
+}
+
+func uplinkAckWait(uc uplink.Config, maxPayload int64) time.Duration {
+	w := 2*(uc.RetryMax+uc.Timeout) + time.Minute
+	if uc.RateMsgs > 0 {
+		w += time.Duration(2 * float64(uc.Window) / uc.RateMsgs * float64(time.Second))
+	}
+	if uc.RateBytes > 0 {
+		w += time.Duration(2 * float64(uc.Window) * float64(maxPayload) / uc.RateBytes * float64(time.Second))
+	}
+	return w
 }
 
 func (n *Node) startUplinks(ctx context.Context) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/pem"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,13 +22,15 @@ func TestHTTPSUplink(t *testing.T) {
 	var mu sync.Mutex
 	var bodies []string
 	var keys []string
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		bodies = append(bodies, string(b))
 		keys = append(keys, r.Header.Get("Idempotency-Key"))
 		mu.Unlock()
 	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshake refused on purpose below
+	srv.StartTLS()
 	defer srv.Close()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)

@@ -148,7 +148,11 @@ func New(cfg Config, tr Transport, acker Acker, logger *slog.Logger, now Clock) 
 	}
 	u := &Uplink{cfg: cfg, tr: tr, acker: acker, now: now, rnd: rand.Float64,
 		logger: logger.With("uplink", cfg.Name, "type", cfg.Type),
-		queue:  make(chan *Item, cfg.Window), backoff: mqtt.Backoff{Min: cfg.RetryMin, Max: cfg.RetryMax},
+		// Twice the window: a record redelivered after an ack_wait expiry
+		// (not expected, see the node's ack_wait) while the first copy is
+		// still held must not make Deliver refuse, which would remove the
+		// uplink from its group.
+		queue: make(chan *Item, 2*cfg.Window), backoff: mqtt.Backoff{Min: cfg.RetryMin, Max: cfg.RetryMax},
 		failed: map[[2]uint64]int64{}, latency: hist.New(groups.LatencyBounds), state: "starting", stop: make(chan struct{}), done: make(chan struct{})}
 	if cfg.RateMsgs > 0 {
 		u.limMsgs = rate.NewLimiter(rate.Limit(cfg.RateMsgs), max(1, int(cfg.RateMsgs/10)))
@@ -164,7 +168,7 @@ func (u *Uplink) Name() string { return u.cfg.Name }
 
 // Deliver queues a copy of d. It never blocks: the group gives the uplink at
 // most Window records at once (its credit), so the queue has room; a full
-// queue (a bug) or a closed uplink refuses.
+// queue (a bug, counted as refused) or a closed uplink refuses.
 func (u *Uplink) Deliver(d *groups.Delivery) bool {
 	if u.closed.Load() {
 		return false
