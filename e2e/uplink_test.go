@@ -28,6 +28,10 @@ type jsServer struct {
 	dir  string
 	cmd  *exec.Cmd
 	done chan struct{}
+	// extra are more nats-server flags; connect, the client options of
+	// the test's own connections.
+	extra   []string
+	connect []nats.Option
 }
 
 func newJSServer(t testing.TB) *jsServer {
@@ -45,14 +49,14 @@ func (s *jsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.po
 
 func (s *jsServer) start() {
 	s.t.Helper()
-	s.cmd = exec.Command(s.bin, "-js", "-sd", s.dir, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port))
+	s.cmd = exec.Command(s.bin, append([]string{"-js", "-sd", s.dir, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port)}, s.extra...)...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
 	s.done = make(chan struct{})
 	go func() { s.cmd.Wait(); close(s.done) }()
 	waitFor(s.t, "nats-server up", 20*time.Second, func() bool {
-		nc, err := nats.Connect(s.url())
+		nc, err := nats.Connect(s.url(), s.connect...)
 		if err != nil {
 			return false
 		}
@@ -72,7 +76,7 @@ func (s *jsServer) kill() {
 // createStream makes the stream PLANT on plant3.> (duplicate window 2m).
 func (s *jsServer) createStream() {
 	s.t.Helper()
-	nc, err := nats.Connect(s.url())
+	nc, err := nats.Connect(s.url(), s.connect...)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -92,7 +96,7 @@ type streamMsg struct {
 // readStream returns every message of PLANT, in stream order.
 func (s *jsServer) readStream(t testing.TB) []streamMsg {
 	t.Helper()
-	nc, err := nats.Connect(s.url())
+	nc, err := nats.Connect(s.url(), s.connect...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +134,7 @@ func (s *jsServer) readStream(t testing.TB) []streamMsg {
 }
 
 func (s *jsServer) streamMsgs() uint64 {
-	nc, err := nats.Connect(s.url())
+	nc, err := nats.Connect(s.url(), s.connect...)
 	if err != nil {
 		return 0
 	}
