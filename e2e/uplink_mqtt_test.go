@@ -115,6 +115,7 @@ func TestUplinkMQTTRestart(t *testing.T) {
 				dev := fmt.Sprintf("mq-%02d", d)
 				pub.publish(dev, fmt.Sprintf("%s|%d", dev, i))
 			}
+			time.Sleep(20 * time.Millisecond) // paced, so that the restart falls mid-stream
 		}
 	}()
 	waitFor(t, "records upstream before the restart", 60*time.Second, func() bool {
@@ -122,6 +123,11 @@ func TestUplinkMQTTRestart(t *testing.T) {
 		defer mu.Unlock()
 		return len(got) > 600
 	})
+	select {
+	case <-done:
+		t.Fatal("publishing ended before the broker restart: pace the publisher")
+	default:
+	}
 	mq.stop()
 	time.Sleep(300 * time.Millisecond)
 	mq.start()

@@ -230,6 +230,7 @@ func TestUplinkNATSKills(t *testing.T) {
 				dev := fmt.Sprintf("dev-%03d", d)
 				pub.publish(dev, fmt.Sprintf("%s|%d", dev, i))
 			}
+			time.Sleep(15 * time.Millisecond) // paced, so that both kills fall mid-stream
 		}
 	}()
 	waitFor(t, "traffic before the upstream kill", 60*time.Second, func() bool { return pub.acked() > 4000 })
@@ -237,8 +238,12 @@ func TestUplinkNATSKills(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	js.start()
 	waitFor(t, "traffic before the edgeq kill", 60*time.Second, func() bool { return pub.acked() > 10000 })
+	upstreamBefore := js.streamMsgs()
 	n.kill()
 	before := pub.acked()
+	if before >= total || upstreamBefore >= total {
+		t.Fatalf("edgeq killed after the stream ended (%d acked, %d upstream): pace the publisher", before, upstreamBefore)
+	}
 	n.start()
 	for len(pub.window) > 0 { // publishes whose ack died with the node
 		select {
@@ -278,7 +283,7 @@ func TestUplinkNATSKills(t *testing.T) {
 	if dupes > 0 {
 		t.Errorf("%d duplicates upstream, want 0 (Nats-Msg-Id dedup)", dupes)
 	}
-	t.Logf("%d pub-acked (%d before the edgeq kill), %d in the stream, %d duplicates", len(acked), before, len(msgs), dupes)
+	t.Logf("%d pub-acked (%d before the edgeq kill, %d upstream then), %d in the stream, %d duplicates", len(acked), before, upstreamBefore, len(msgs), dupes)
 }
 
 // TestUplinkNATSLateUpstream: the upstream is absent while a backlog is
