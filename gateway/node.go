@@ -49,6 +49,7 @@ type Node struct {
 	cluster *cluster.Node // nil unless cluster.name is set
 	mqtt    []*mqtt.Bridge
 	modbus  []*modbus.Bus
+	uplinks []*uplinkRun
 
 	metrics *nodeMetrics
 
@@ -200,6 +201,10 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 			return nil, fmt.Errorf("declare group (%s, %s): %w", g.Subject, g.Queue, err)
 		}
 	}
+	if err := n.openUplinks(); err != nil {
+		l.Close()
+		return nil, err
+	}
 	// Last: an RTU bus claims its serial path when it is made.
 	for _, bc := range cfg.Modbus {
 		b, err := modbus.New(modbus.Config(bc), n.ingest, logger)
@@ -207,6 +212,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 			for _, m := range n.modbus {
 				_ = m.Stop(0)
 			}
+			n.closeUplinks()
 			l.Close()
 			return nil, fmt.Errorf("modbus bus %s: %w", bc.Name, err)
 		}
@@ -328,6 +334,10 @@ func (n *Node) Start() error {
 			return fmt.Errorf("modbus bus %s: %w", b.Name(), err)
 		}
 	}
+	if err := n.startUplinks(ctx); err != nil {
+		n.Shutdown(time.Second)
+		return err
+	}
 	n.ready.Store(true)
 	n.logger.Info("edgeq node ready", "data_dir", n.cfg.DataDir, "durability", n.cfg.WAL.Durability,
 		"partitions", n.cfg.WAL.Partitions, "hot_partitions", n.cfg.WAL.HotPartitions)
@@ -417,6 +427,7 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 		// Groups stop delivering and wait for in-flight acks while the
 		// connections are still open to carry them.
 		n.queues.Drain(deadline)
+		n.closeUplinks()
 		ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(time.Second))
 		defer cancel()
 		var errs []error

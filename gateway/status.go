@@ -6,6 +6,7 @@ import (
 	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
+	"edgeq/bridge/uplink"
 	"edgeq/gateway/metrics"
 )
 
@@ -31,6 +32,7 @@ type Status struct {
 	Serial        []serial.Status   `json:"serial,omitempty"`
 	MQTT          []mqtt.Status     `json:"mqtt,omitempty"`
 	Modbus        []modbus.Status   `json:"modbus,omitempty"`
+	Uplinks       []uplink.Stats    `json:"uplinks,omitempty"`
 	Cluster       *ClusterStatus    `json:"cluster,omitempty"`
 	// NSQ is the NSQ listener, when it is on.
 	NSQ *NSQStatus `json:"nsq,omitempty"`
@@ -262,6 +264,7 @@ func statusOf(s *metrics.Snapshot) Status {
 	st.Serial = s.Serial
 	st.MQTT = s.MQTT
 	st.Modbus = s.Modbus
+	st.Uplinks = s.Uplinks
 	st.Tail = TailStatus{Subscribers: s.Tail.Subscribers, Delivered: s.Tail.Delivered, Dropped: s.Tail.Dropped}
 	if s.Cluster != nil {
 		st.Cluster = clusterStatusOf(s.Cluster, s.Dispatch)

@@ -4,17 +4,17 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"edgeq/internal/tlsfiles"
 )
 
 // errForcedReconnect is the connection-lost reason of a connection the bridge
@@ -136,26 +136,9 @@ func loadTLS(cfg *Config) (*tls.Config, error) {
 	if !isTLS(cfg.Broker) {
 		return nil, nil
 	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("mqtt[%s].ca_file: %w", cfg.Name, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("mqtt[%s].ca_file: %s: %w", cfg.Name, cfg.CAFile, errNoCertificates)
-		}
-		tc.RootCAs = pool
-	}
-	if cfg.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("mqtt[%s].cert_file/key_file: %w", cfg.Name, err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
+	tc, err := tlsfiles.Client(cfg.CAFile, cfg.CertFile, cfg.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("mqtt[%s].%w", cfg.Name, err)
 	}
 	return tc, nil
 }
-
-var errNoCertificates = errors.New("no PEM certificates found")

@@ -376,6 +376,22 @@ func printBridges(w io.Writer, st, prev *gateway.Status, r rater) {
 		}
 		tw.Flush()
 	}
+	if len(st.Uplinks) > 0 {
+		prevAcked := map[string]uint64{}
+		if prev != nil {
+			for _, u := range prev.Uplinks {
+				prevAcked[u.Name] = u.Acked
+			}
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(tw, "UPLINK	TYPE	STATE	LAG	HELD/WINDOW	OLDEST UNSENT	ACKED	ACKED/S	RETRIED	DEAD	LAST ERROR")
+		for _, u := range st.Uplinks {
+			pa, ok := prevAcked[u.Name]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%.1fs\t%d\t%s\t%d\t%d\t%s\n", u.Name, u.Type, u.State, u.LagRecords, u.Held, u.Window,
+				u.OldestUnsentSeconds, u.Acked, r.rate(pa, u.Acked, ok), u.Retried, u.DeadLetters, u.LastError)
+		}
+		tw.Flush()
+	}
 }
 
 func lastError(msg string, when time.Time) string {

@@ -17,6 +17,7 @@ import (
 	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
+	"edgeq/bridge/uplink"
 	"edgeq/gateway/natsproto"
 	"edgeq/wal"
 )
@@ -52,6 +53,21 @@ type Config struct {
 	Modbus []ModbusBus `yaml:"modbus"`
 	// Cluster joins other gateways (off unless cluster.name is set).
 	Cluster Cluster `yaml:"cluster"`
+	// Uplinks forward telemetry to upstream engines (store and forward).
+	Uplinks []Uplink `yaml:"uplinks"`
+}
+
+// Uplink is one uplink; fields left out keep uplink.DefaultConfig's values.
+type Uplink uplink.Config
+
+// UnmarshalYAML decodes over the defaults.
+func (u *Uplink) UnmarshalYAML(n *yaml.Node) error {
+	c := uplink.DefaultConfig()
+	if err := n.Decode(&c); err != nil {
+		return err
+	}
+	*u = Uplink(c)
+	return nil
 }
 
 // MQTTBridge is one MQTT bridge; fields left out of the file keep
@@ -539,6 +555,19 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("modbus[%d].name", i), "%q used twice", mc.Name)
 		}
 		names["modbus:"+mc.Name] = true
+	}
+	for i := range c.Uplinks {
+		uc := uplink.Config(c.Uplinks[i])
+		if err := uc.Validate(fmt.Sprintf("uplinks[%d]", i)); err != nil {
+			errs = append(errs, err)
+		}
+		if names["uplink:"+uc.Name] {
+			bad(fmt.Sprintf("uplinks[%d].name", i), "%q used twice", uc.Name)
+		}
+		names["uplink:"+uc.Name] = true
+		if uc.Subject != "" && uc.Subject != c.NATS.TelemetryPrefix && !strings.HasPrefix(uc.Subject, c.NATS.TelemetryPrefix+".") {
+			bad(fmt.Sprintf("uplinks[%d].subject", i), "%q, want a filter under %s.", uc.Subject, c.NATS.TelemetryPrefix)
+		}
 	}
 	if len(c.Modbus) > modbus.MaxBuses {
 		bad("modbus", "%d buses, at most %d", len(c.Modbus), modbus.MaxBuses)

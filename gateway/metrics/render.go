@@ -346,6 +346,9 @@ func renderBridges(e *enc, s *Snapshot) {
 	if len(s.Modbus) > 0 {
 		renderModbus(e, s)
 	}
+	if len(s.Uplinks) > 0 {
+		renderUplinks(e, s)
+	}
 }
 
 func renderMQTT(e *enc, s *Snapshot) {

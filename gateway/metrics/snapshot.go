@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"edgeq/bridge/uplink"
 	"strconv"
 	"time"
 
@@ -42,6 +43,8 @@ type Snapshot struct {
 	Serial []serial.Status
 	MQTT   []mqtt.Status
 	Modbus []modbus.Status
+	// Uplinks are the node's uplinks, LagRecords filled from their groups.
+	Uplinks []uplink.Stats
 
 	// Device are the device metrics of this scrape, edgeq_collector_success
 	// included (devicemetrics.CollectAll).
@@ -146,4 +149,21 @@ func (s *Snapshot) GroupPartition(g *groups.GroupStats, p int, committed uint64)
 		lag = ref.Durable - committed
 	}
 	return ref.Node + "/" + strconv.Itoa(ref.Partition), lag
+}
+
+// GroupLag is the lag of the group of key over all its partitions (0 for a
+// group not in the snapshot).
+func (s *Snapshot) GroupLag(key groups.GroupKey) uint64 {
+	var lag uint64
+	for i := range s.Groups {
+		g := &s.Groups[i]
+		if g.Key != key {
+			continue
+		}
+		for _, p := range g.Core.Partitions {
+			_, l := s.GroupPartition(g, p.Partition, p.Committed)
+			lag += l
+		}
+	}
+	return lag
 }
