@@ -37,7 +37,7 @@ test-deps:
 
 # The race detector needs cgo.
 unit:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 45m ./...
 
 fuzz:
 	@scripts/fuzz-short.sh $(FUZZTIME)
