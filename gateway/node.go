@@ -22,6 +22,7 @@ import (
 	"edgeq/gateway/console"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
+	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsserver"
 	"edgeq/gateway/queue"
 	"edgeq/wal"
@@ -40,6 +41,8 @@ type Node struct {
 	queues *groups.Registry
 	tail   *groups.Tail
 	nats   *natsserver.Server
+	js     *jsapi.Service // nil when jetstream.enabled is false
+	dedup  *jsapi.Dedup
 
 	serial  []*serial.Port
 	cluster *cluster.Node // nil unless cluster.name is set
@@ -121,6 +124,17 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	for _, u := range cfg.NATS.Users {
 		users[u.User] = u.Password
 	}
+	var js *jsapi.Service
+	var dedup *jsapi.Dedup
+	if j := cfg.JetStream; j.Enabled {
+		js = jsapi.NewService(jsapi.Config{Stream: j.Stream, Prefix: cfg.NATS.TelemetryPrefix, MaxConsumers: j.MaxConsumers,
+			DuplicateWindow: j.DuplicateWindow, MaxBytes: int64(cfg.WAL.MaxBytes), MaxAge: cfg.WAL.MaxAge,
+			Defaults: queueConfig(cfg, config.Group{})}, l, n.queues)
+		if j.DuplicateWindow > 0 {
+			dedup = jsapi.NewDedup(j.DuplicateWindow, j.MaxMsgIDs, nil)
+		}
+	}
+	n.js, n.dedup = js, dedup
 	n.nats = natsserver.New(natsserver.Config{
 		Listen:           cfg.NATS.Listen,
 		AuthToken:        cfg.NATS.AuthToken,
@@ -137,6 +151,8 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		AuthTimeout:      cfg.NATS.AuthTimeout,
 		NodeID:           id,
 		Version:          version,
+		JetStream:        js,
+		Dedup:            dedup,
 	}, n.ingest, n.queues, n.tail, logger)
 	for _, sc := range cfg.Serial {
 		p, err := serial.New(sc, n.ingest, logger)

@@ -33,12 +33,13 @@ type Config struct {
 	// ShutdownTimeout bounds the drain on SIGTERM (default 10s).
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
-	NATS   NATS          `yaml:"nats"`
-	HTTP   HTTP          `yaml:"http"`
-	WAL    WAL           `yaml:"wal"`
-	Queue  QueueDefaults `yaml:"queue"`
-	Groups []Group       `yaml:"groups"`
-	Hot    Hot           `yaml:"hot"`
+	NATS      NATS          `yaml:"nats"`
+	JetStream JetStream     `yaml:"jetstream"`
+	HTTP      HTTP          `yaml:"http"`
+	WAL       WAL           `yaml:"wal"`
+	Queue     QueueDefaults `yaml:"queue"`
+	Groups    []Group       `yaml:"groups"`
+	Hot       Hot           `yaml:"hot"`
 	// Metrics configures /metrics and the device health of /v1/status.
 	Metrics Metrics `yaml:"metrics"`
 	// Serial lists the serial ports to read telemetry from.
@@ -108,6 +109,21 @@ type NATS struct {
 	MaxPingsOut  int           `yaml:"max_pings_out"`
 	// AuthTimeout is how long a new connection has to send CONNECT (default 5s).
 	AuthTimeout time.Duration `yaml:"auth_timeout"`
+}
+
+// JetStream is the JetStream API on the NATS listener: the node's log as
+// one stream, queue groups as consumers (README: JetStream).
+type JetStream struct {
+	// Enabled answers $JS.API and announces jetstream in INFO (default true).
+	Enabled bool `yaml:"enabled"`
+	// Stream names the node's stream (default TELEMETRY).
+	Stream string `yaml:"stream"`
+	// DuplicateWindow is how long a Nats-Msg-Id is remembered (default 2m),
+	// MaxMsgIDs how many at most (default 100000; older ones are forgotten).
+	DuplicateWindow time.Duration `yaml:"duplicate_window"`
+	MaxMsgIDs       int           `yaml:"max_msg_ids"`
+	// MaxConsumers bounds the consumers (default 64; each is a queue group).
+	MaxConsumers int `yaml:"max_consumers"`
 }
 
 // User is one user/password pair for NATS clients.
@@ -246,6 +262,7 @@ func Default() Config {
 		DataDir:         "./edgeq-data",
 		LogLevel:        "info",
 		ShutdownTimeout: 10 * time.Second,
+		JetStream:       JetStream{Enabled: true, Stream: "TELEMETRY", DuplicateWindow: 2 * time.Minute, MaxMsgIDs: 100000, MaxConsumers: 64},
 		NATS: NATS{
 			Listen:           "127.0.0.1:4222",
 			TelemetryPrefix:  "telemetry",
@@ -322,6 +339,20 @@ func (c *Config) Validate() error {
 		bad("shutdown_timeout", "%v, want > 0", c.ShutdownTimeout)
 	}
 	c.validateNATS(bad)
+	if j := c.JetStream; j.Enabled {
+		if j.Stream == "" || len(j.Stream) > 64 || strings.ContainsAny(j.Stream, ".*>/\\ \t\"") {
+			bad("jetstream.stream", "%q, want a name of 1..64 characters without . * > / \\ or spaces", j.Stream)
+		}
+		if j.DuplicateWindow < 0 {
+			bad("jetstream.duplicate_window", "%v, want >= 0", j.DuplicateWindow)
+		}
+		if j.MaxMsgIDs < 1 || j.MaxMsgIDs > 10_000_000 {
+			bad("jetstream.max_msg_ids", "%d, want 1..10000000", j.MaxMsgIDs)
+		}
+		if j.MaxConsumers < 1 || j.MaxConsumers > c.Queue.MaxGroups {
+			bad("jetstream.max_consumers", "%d, want 1..queue.max_groups (%d)", j.MaxConsumers, c.Queue.MaxGroups)
+		}
+	}
 	if c.HTTP.Listen != "" {
 		if err := checkHostPort(c.HTTP.Listen); err != nil {
 			bad("http.listen", "%v", err)

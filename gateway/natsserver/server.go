@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"edgeq/gateway/groups"
+	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsproto"
 	"edgeq/wal"
 )
@@ -42,6 +43,10 @@ type Config struct {
 	AuthTimeout      time.Duration
 	NodeID           string
 	Version          string
+	// JetStream, when set, answers the JetStream API and pull consumers
+	// (gateway/jsapi); Dedup, when set, deduplicates Nats-Msg-Id.
+	JetStream *jsapi.Service
+	Dedup     *jsapi.Dedup
 }
 
 // Ingester stores one telemetry message; done runs once, after the record is
@@ -90,6 +95,7 @@ type Stats struct {
 	IngestErrors     atomic.Uint64
 	BadDevice        atomic.Uint64
 	BadAcks          atomic.Uint64
+	BadPulls         atomic.Uint64 // JetStream pull requests refused (bad JSON, over-limit batch)
 	ForeignAcks      atomic.Uint64 // acks for another connection's member (refused; also in BadAcks)
 	closed           [numCloseReasons]atomic.Uint64
 }
@@ -237,6 +243,7 @@ func (s *Server) info(c *conn) []byte {
 		Proto:        1,
 		AuthRequired: s.authRequired(),
 		ClientID:     c.id,
+		JetStream:    s.cfg.JetStream != nil,
 	}
 	return natsproto.AppendInfo(nil, &info)
 }

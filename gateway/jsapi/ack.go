@@ -1,0 +1,108 @@
+package jsapi
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// AckPrefix starts JetStream ack subjects.
+const AckPrefix = "$JS.ACK."
+
+// AckMeta is what a JetStream ack subject carries:
+// $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
+// (the 9-token form nats.go's Metadata() and jsm.go parse).
+type AckMeta struct {
+	Stream, Consumer string
+	Delivered        int
+	StreamSeq        uint64
+	ConsumerSeq      uint64 // edgeq: the member's delivery number (the key of its ack table)
+	Time             int64  // unix ns
+	Pending          uint64
+}
+
+// ErrBadAckSubject: a $JS.ACK subject edgeq did not issue.
+var ErrBadAckSubject = errors.New("jsapi: bad JetStream ack subject")
+
+// AppendAckSubject writes m as an ack subject. Stream and consumer names
+// are checked tokens (ValidName), so no escaping is needed.
+func AppendAckSubject(dst []byte, m *AckMeta) []byte {
+	dst = append(dst, AckPrefix...)
+	dst = append(dst, m.Stream...)
+	dst = append(dst, '.')
+	dst = append(dst, m.Consumer...)
+	dst = append(dst, '.')
+	dst = strconv.AppendInt(dst, int64(m.Delivered), 10)
+	dst = append(dst, '.')
+	dst = strconv.AppendUint(dst, m.StreamSeq, 10)
+	dst = append(dst, '.')
+	dst = strconv.AppendUint(dst, m.ConsumerSeq, 10)
+	dst = append(dst, '.')
+	dst = strconv.AppendInt(dst, m.Time, 10)
+	dst = append(dst, '.')
+	return strconv.AppendUint(dst, m.Pending, 10)
+}
+
+// ParseAckSubject reads what AppendAckSubject wrote. Stream and Consumer
+// are left empty; their tokens are returned as slices of subject.
+func ParseAckSubject(subject []byte) (m AckMeta, stream, consumer []byte, err error) {
+	rest, ok := bytes.CutPrefix(subject, []byte(AckPrefix))
+	if !ok {
+		return m, nil, nil, fmt.Errorf("%w: %q", ErrBadAckSubject, subject)
+	}
+	var f [7][]byte
+	for i := range 6 {
+		j := bytes.IndexByte(rest, '.')
+		if j < 0 {
+			return m, nil, nil, fmt.Errorf("%w: %q", ErrBadAckSubject, subject)
+		}
+		f[i], rest = rest[:j], rest[j+1:]
+	}
+	f[6] = rest
+	if bytes.IndexByte(rest, '.') >= 0 || len(f[0]) == 0 || len(f[1]) == 0 {
+		return m, nil, nil, fmt.Errorf("%w: %q", ErrBadAckSubject, subject)
+	}
+	var n [5]uint64
+	for i := range 5 {
+		v, ok := atou(f[2+i])
+		if !ok {
+			return m, nil, nil, fmt.Errorf("%w: %q", ErrBadAckSubject, subject)
+		}
+		n[i] = v
+	}
+	if n[0] < 1 || n[0] > 1<<31 || n[2] == 0 {
+		return m, nil, nil, fmt.Errorf("%w: %q", ErrBadAckSubject, subject)
+	}
+	m = AckMeta{Delivered: int(n[0]), StreamSeq: n[1], ConsumerSeq: n[2], Time: int64(n[3]), Pending: n[4]}
+	return m, f[0], f[1], nil
+}
+
+func atou(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
+}
+
+// ValidName reports whether s can name a stream or consumer: a single
+// subject token of printable ASCII without wildcards, at most 64 bytes.
+func ValidName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c > '~' || c == '.' || c == '*' || c == '>' || c == '/' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
