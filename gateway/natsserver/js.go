@@ -302,7 +302,10 @@ func (m *jsMember) sendLocked(h *heldMsg, now time.Time) bool {
 			}
 			continue
 		}
-		if m.c.s.publishCore(nil, p.reply, h.reply, h.hdr, h.payload) == 0 {
+		// To the request's inbox, under the message's own subject (as
+		// nats-server delivers pulled messages).
+		n := m.c.s.subs.match(p.reply, func(sb *sub) bool { return sb.c.sendMsg(sb, h.subject, h.reply, h.hdr, h.payload) })
+		if n == 0 {
 			m.pulls = m.pulls[1:] // the requester is gone
 			continue
 		}
