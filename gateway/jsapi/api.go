@@ -72,6 +72,13 @@ func NewService(cfg Config, l *wal.Log, reg Registry) *Service {
 	return &Service{cfg: cfg, log: l, reg: reg, created: time.Now().UTC(), now: time.Now, consumers: map[string]*Consumer{}}
 }
 
+// Consumers is the number of consumers.
+func (s *Service) Consumers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.consumers)
+}
+
 // Stream is the stream's name.
 func (s *Service) Stream() string { return s.cfg.Stream }
 

@@ -53,6 +53,7 @@ func Render(w io.Writer, s *Snapshot) {
 	renderCluster(e, s)
 	renderNATS(e, s)
 	renderConsole(e, s)
+	renderJetStream(e, s)
 	renderBridges(e, s)
 	RenderDevice(w, s.Device)
 }
@@ -302,6 +303,29 @@ func renderNATS(e *enc, s *Snapshot) {
 	e.counter1("edgeq_nats_ingest_errors_total", n.IngestErrors)
 	e.counter1("edgeq_nats_bad_acks_total", n.BadAcks)
 	e.counter1("edgeq_nats_foreign_acks_total", n.ForeignAcks)
+}
+
+func renderJetStream(e *enc, s *Snapshot) {
+	j := s.JetStream
+	if !j.Enabled {
+		return
+	}
+	e.familyHelp("edgeq_jetstream_api_requests_total", counter, "JetStream API requests answered ($JS.API.*, pull requests aside).")
+	e.u("edgeq_jetstream_api_requests_total", j.APICalls)
+	e.familyHelp("edgeq_jetstream_api_errors_total", counter, "JetStream API requests answered with a JetStream error.")
+	e.u("edgeq_jetstream_api_errors_total", j.APIErrors)
+	e.familyHelp("edgeq_jetstream_consumers", gauge, "JetStream consumers defined (each is a queue group).")
+	e.u("edgeq_jetstream_consumers", uint64(max(j.Consumers, 0)))
+	e.familyHelp("edgeq_jetstream_bad_pulls_total", counter, "Pull requests refused with a 409 (bad JSON, batch over the limit).")
+	e.u("edgeq_jetstream_bad_pulls_total", j.BadPulls)
+	e.familyHelp("edgeq_jetstream_msg_ids", gauge, "Nats-Msg-Id values held in the duplicate window.")
+	e.u("edgeq_jetstream_msg_ids", uint64(max(j.MsgIDs, 0)))
+	e.familyHelp("edgeq_jetstream_max_msg_ids", gauge, "Bound of the Nats-Msg-Id table (jetstream.max_msg_ids).")
+	e.u("edgeq_jetstream_max_msg_ids", uint64(max(j.MaxMsgIDs, 0)))
+	e.familyHelp("edgeq_jetstream_duplicates_total", counter, "Publishes not stored because their Nats-Msg-Id was in the duplicate window.")
+	e.u("edgeq_jetstream_duplicates_total", j.Duplicates)
+	e.familyHelp("edgeq_jetstream_msg_ids_evicted_total", counter, "Nats-Msg-Id values forgotten before their window ended (table full).")
+	e.u("edgeq_jetstream_msg_ids_evicted_total", j.MsgIDsEvicted)
 }
 
 func renderConsole(e *enc, s *Snapshot) {

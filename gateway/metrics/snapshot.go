@@ -32,10 +32,11 @@ type Snapshot struct {
 	// top-N), highest first.
 	TopDevices []hot.DeviceRate
 
-	Groups   []groups.GroupStats // sorted by key
-	Dispatch groups.Counters
-	Tail     groups.TailStats
-	NATS     NATSStats
+	Groups    []groups.GroupStats // sorted by key
+	Dispatch  groups.Counters
+	Tail      groups.TailStats
+	NATS      NATSStats
+	JetStream JetStreamStats
 
 	Serial []serial.Status
 	MQTT   []mqtt.Status
@@ -79,6 +80,16 @@ type NATSStats struct {
 	SlowConsumers, WriteTimeouts, Stale uint64 // connections closed, by reason (also in Closed)
 	ForeignAcks                         uint64 // acks from a connection that did not hold the message
 	Closed                              []ReasonCount
+}
+
+// JetStreamStats describe the JetStream API (all zero when it is off).
+type JetStreamStats struct {
+	Enabled                   bool
+	APICalls, APIErrors       uint64
+	Consumers                 int
+	BadPulls                  uint64 // pull requests refused
+	MsgIDs, MaxMsgIDs         int    // Nats-Msg-Id values held for deduplication, and their bound
+	Duplicates, MsgIDsEvicted uint64
 }
 
 // ReasonCount is one labelled count.
