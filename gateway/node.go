@@ -152,6 +152,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		NodeID:           id,
 		Version:          version,
 		JetStream:        js,
+		QueueJSAcks:      cfg.JetStream.Enabled && cfg.JetStream.QueueAckSubjects,
 		Dedup:            dedup,
 	}, n.ingest, n.queues, n.tail, logger)
 	for _, sc := range cfg.Serial {

@@ -124,6 +124,11 @@ type JetStream struct {
 	MaxMsgIDs       int           `yaml:"max_msg_ids"`
 	// MaxConsumers bounds the consumers (default 64; each is a queue group).
 	MaxConsumers int `yaml:"max_consumers"`
+	// QueueAckSubjects gives core queue subscriptions (SUB telemetry.> q)
+	// JetStream-form ack subjects instead of $EQ.ACK ones, so that tools
+	// that only ack JetStream messages (natscli `sub --ack`) and
+	// msg.Metadata() work with them (default false).
+	QueueAckSubjects bool `yaml:"queue_ack_subjects"`
 }
 
 // User is one user/password pair for NATS clients.

@@ -106,3 +106,82 @@ func ValidName(s string) bool {
 	}
 	return true
 }
+
+// QueueAck is what the ack subject of a core queue-group delivery carries
+// in JetStream's 14-token form (jetstream.queue_ack_subjects), which
+// nats.go's Metadata() and natscli `sub --ack` parse as the v2 ack subject
+// (domain "_", account hash "edgeq"):
+// $JS.ACK._.edgeq.<stream>.<queue>.<delivered>.<sseq>.<offset>.<ts>.0.<group>.<member>.<core partition>
+type QueueAck struct {
+	Meta      AckMeta // Consumer is the queue (or "_" if it is no valid name)
+	Group     int
+	Member    []byte
+	Partition int // the partition ID in the group's core
+}
+
+const queueAckPrefix = AckPrefix + "_.edgeq."
+
+// IsQueueAck reports whether subject is a queue-group ack subject.
+func IsQueueAck(subject []byte) bool { return bytes.HasPrefix(subject, []byte(queueAckPrefix)) }
+
+// AppendQueueAckSubject writes q's subject.
+func AppendQueueAckSubject(dst []byte, q *QueueAck) []byte {
+	dst = append(dst, queueAckPrefix...)
+	m := q.Meta
+	if !ValidName(m.Consumer) {
+		m.Consumer = "_"
+	}
+	dst = append(dst, m.Stream...)
+	dst = append(dst, '.')
+	dst = append(dst, m.Consumer...)
+	dst = append(dst, '.')
+	dst = strconv.AppendInt(dst, int64(m.Delivered), 10)
+	dst = append(dst, '.')
+	dst = strconv.AppendUint(dst, m.StreamSeq, 10)
+	dst = append(dst, '.')
+	dst = strconv.AppendUint(dst, m.ConsumerSeq, 10)
+	dst = append(dst, '.')
+	dst = strconv.AppendInt(dst, m.Time, 10)
+	dst = append(dst, ".0."...)
+	dst = strconv.AppendInt(dst, int64(q.Group), 10)
+	dst = append(dst, '.')
+	dst = append(dst, q.Member...)
+	dst = append(dst, '.')
+	return strconv.AppendInt(dst, int64(q.Partition), 10)
+}
+
+// ParseQueueAckSubject reads what AppendQueueAckSubject wrote; Member
+// aliases subject.
+func ParseQueueAckSubject(subject []byte) (QueueAck, error) {
+	var q QueueAck
+	rest, ok := bytes.CutPrefix(subject, []byte(queueAckPrefix))
+	if !ok {
+		return q, fmt.Errorf("%w: %q", ErrBadAckSubject, subject)
+	}
+	var f [10][]byte
+	for i := range 9 {
+		j := bytes.IndexByte(rest, '.')
+		if j < 0 {
+			return q, fmt.Errorf("%w: %q", ErrBadAckSubject, subject)
+		}
+		f[i], rest = rest[:j], rest[j+1:]
+	}
+	f[9] = rest
+	if bytes.IndexByte(rest, '.') >= 0 || len(f[8]) == 0 {
+		return q, fmt.Errorf("%w: %q", ErrBadAckSubject, subject)
+	}
+	var n [8]uint64
+	for i, k := range [8]int{2, 3, 4, 5, 6, 7, 9, 9} {
+		v, ok := atou(f[k])
+		if !ok {
+			return q, fmt.Errorf("%w: %q", ErrBadAckSubject, subject)
+		}
+		n[i] = v
+	}
+	if n[0] < 1 || n[0] > 1<<31 || n[2] == 0 || n[5] > 1<<62 || n[6] > 1<<31 {
+		return q, fmt.Errorf("%w: %q", ErrBadAckSubject, subject)
+	}
+	q.Meta = AckMeta{Delivered: int(n[0]), StreamSeq: n[1], ConsumerSeq: n[2], Time: int64(n[3]), Pending: n[4]}
+	q.Group, q.Member, q.Partition = int(n[5]), f[8], int(n[6])
+	return q, nil
+}

@@ -129,3 +129,31 @@ func FuzzParseNext(f *testing.F) {
 		}
 	})
 }
+
+func TestQueueAckSubjectRoundTrip(t *testing.T) {
+	q := QueueAck{Meta: AckMeta{Stream: "TELEMETRY", Consumer: "uploader", Delivered: 1, StreamSeq: 2051, ConsumerSeq: 1, Time: 5},
+		Group: 77, Member: []byte("n1/00ab/c3-1"), Partition: 3}
+	s := AppendQueueAckSubject(nil, &q)
+	if !IsQueueAck(s) || strings.Count(string(s), ".") != 13 {
+		t.Fatalf("subject %s", s)
+	}
+	got, err := ParseQueueAckSubject(s)
+	if err != nil || got.Group != 77 || string(got.Member) != "n1/00ab/c3-1" || got.Partition != 3 || got.Meta.ConsumerSeq != 1 || got.Meta.Delivered != 1 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	for _, bad := range []string{string(s[:len(s)-2]), string(s) + ".1", strings.Replace(string(s), ".77.", ".x.", 1)} {
+		if _, err := ParseQueueAckSubject([]byte(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+func FuzzParseQueueAckSubject(f *testing.F) {
+	f.Add([]byte("$JS.ACK._.edgeq.TELEMETRY.uploader.1.2051.1.5.0.77.n1/00ab/c3-1.3"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		q, err := ParseQueueAckSubject(b)
+		if err == nil && (q.Meta.Delivered < 1 || q.Meta.ConsumerSeq == 0 || len(q.Member) == 0) {
+			t.Fatalf("%q accepted as %+v", b, q)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"edgeq/gateway/groups"
+	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsproto"
 	"edgeq/gateway/queue"
 )
@@ -184,7 +185,14 @@ func (c *conn) sendDelivery(sb *sub, d *groups.Delivery) bool {
 	c.mu.Lock()
 	c.subjBuf = append(append(append(c.subjBuf[:0], c.s.cfg.TelemetryPrefix...), '.'), rec.Device...)
 	c.replyBuf = c.replyBuf[:0]
-	if !d.Ack.IsZero() {
+	switch {
+	case d.Ack.IsZero():
+	case c.s.cfg.QueueJSAcks && c.s.cfg.JetStream != nil:
+		q := jsapi.QueueAck{Meta: jsapi.AckMeta{Stream: c.s.cfg.JetStream.Stream(), Consumer: sb.queue, Delivered: d.Deliveries,
+			StreamSeq: jsapi.StreamSeq(d.Partition, d.Offset), ConsumerSeq: d.Offset, Time: rec.Time},
+			Group: d.Ack.Group, Member: []byte(d.Ack.Member), Partition: d.Ack.Partition}
+		c.replyBuf = jsapi.AppendQueueAckSubject(c.replyBuf, &q)
+	default:
 		c.replyBuf = appendAckSubject(c.replyBuf, d.Ack)
 	}
 	c.hdrBuf = appendDeliveryHeader(c.hdrBuf[:0], d)

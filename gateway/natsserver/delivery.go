@@ -198,6 +198,11 @@ func (c *conn) handleAck(subject, payload []byte) error {
 	if err != nil {
 		return err
 	}
+	return c.ackMember(h, member, payload)
+}
+
+// ackMember applies payload to delivery h of this connection's member.
+func (c *conn) ackMember(h groups.AckHandle, member, payload []byte) error {
 	kind, delay, err := ParseAckPayload(payload)
 	if err != nil {
 		return err

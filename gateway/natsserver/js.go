@@ -354,6 +354,13 @@ func (m *jsMember) handle(cseq uint64, clearIt bool) (groups.AckHandle, bool) {
 // handleJSAck takes a PUB on a $JS.ACK subject: only from the connection
 // that holds the message (its member table).
 func (c *conn) handleJSAck(subject, reply, payload []byte) error {
+	if jsapi.IsQueueAck(subject) {
+		q, err := jsapi.ParseQueueAckSubject(subject)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errBadAck, err)
+		}
+		return c.ackMember(groups.AckHandle{Group: q.Group, Partition: q.Partition, Offset: q.Meta.ConsumerSeq, Deliveries: q.Meta.Delivered}, q.Member, payload)
+	}
 	meta, _, consumer, err := jsapi.ParseAckSubject(subject)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errBadAck, err)

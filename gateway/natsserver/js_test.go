@@ -326,3 +326,51 @@ func TestJetStreamAPIErrors(t *testing.T) {
 	}
 	_ = nats.ErrTimeout
 }
+
+// A core queue subscription with JetStream-form ack subjects: Metadata()
+// parses them and an empty reply (natscli `sub --ack`) acks.
+func TestJetStreamQueueAckSubjects(t *testing.T) {
+	r := newRigWith(t, func(r *rig, c *Config) {
+		c.JetStream = jsapi.NewService(jsapi.Config{Stream: "TELEMETRY", Prefix: "telemetry", MaxConsumers: 4, Defaults: queue.DefaultConfig()}, r.log, r.reg)
+		c.QueueJSAcks = true
+	})
+	nc := r.connect(t)
+	sub, err := nc.QueueSubscribeSync("telemetry.>", "uploader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	ctx := jsCtx(t)
+	for i := range 2 {
+		if _, err := js.Publish(ctx, "telemetry.q1", []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		m, err := sub.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, err := m.Metadata()
+		if err != nil || md.Stream != "TELEMETRY" || md.Consumer != "uploader" || md.NumDelivered != 1 || string(m.Data) != strconv.Itoa(i) {
+			t.Fatalf("message %s %q: %+v %v", m.Reply, m.Data, md, err)
+		}
+		if err := m.Respond(nil); err != nil { // what natscli sub --ack sends
+			t.Fatal(err)
+		}
+	}
+	// Both acked: nothing comes again after ack_wait.
+	if m, err := sub.NextMsg(time.Second); err == nil {
+		t.Fatalf("redelivered %s", m.Reply)
+	}
+	// The core's counts are refreshed about once a second.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		gs := r.reg.Stats()
+		if len(gs) == 1 && gs[0].Core.Acked == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group stats %+v", gs)
+		}
+	}
+}

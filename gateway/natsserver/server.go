@@ -47,6 +47,9 @@ type Config struct {
 	// (gateway/jsapi); Dedup, when set, deduplicates Nats-Msg-Id.
 	JetStream *jsapi.Service
 	Dedup     *jsapi.Dedup
+	// QueueJSAcks gives core queue-group deliveries JetStream-form ack
+	// subjects (jsapi.QueueAck) instead of $EQ.ACK ones.
+	QueueJSAcks bool
 }
 
 // Ingester stores one telemetry message; done runs once, after the record is
