@@ -30,7 +30,7 @@ func newJSRig(t *testing.T) *rig {
 }
 
 func jsCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -103,7 +103,7 @@ func TestJetStreamConsumeOrderedBacklog(t *testing.T) {
 	nc := r.connect(t)
 	js, _ := jetstream.New(nc)
 	ctx := jsCtx(t)
-	const devices, perDevice = 50, 40
+	const devices, perDevice = 200, 100
 	pending := make([]jetstream.PubAckFuture, 0, devices*perDevice)
 	for i := range perDevice {
 		for d := range devices {
@@ -157,7 +157,7 @@ func TestJetStreamConsumeOrderedBacklog(t *testing.T) {
 			next[dev] = n
 		}
 		mu.Unlock()
-		time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+		time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
 		mu.Lock()
 		inFlight[dev] = false
 		mu.Unlock()
