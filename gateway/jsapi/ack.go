@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"edgeq/gateway/natsproto"
 )
 
 // AckPrefix starts JetStream ack subjects.
@@ -28,7 +30,11 @@ var ErrBadAckSubject = errors.New("jsapi: bad JetStream ack subject")
 // AppendAckSubject writes m as an ack subject. Stream and consumer names
 // are checked tokens (ValidName), so no escaping is needed.
 func AppendAckSubject(dst []byte, m *AckMeta) []byte {
-	dst = append(dst, AckPrefix...)
+	return appendAckFields(append(dst, AckPrefix...), m)
+}
+
+// appendAckFields writes the seven fields of an ack subject.
+func appendAckFields(dst []byte, m *AckMeta) []byte {
 	dst = append(dst, m.Stream...)
 	dst = append(dst, '.')
 	dst = append(dst, m.Consumer...)
@@ -78,19 +84,7 @@ func ParseAckSubject(subject []byte) (m AckMeta, stream, consumer []byte, err er
 	return m, f[0], f[1], nil
 }
 
-func atou(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, true
-}
+var atou = natsproto.ParseUint
 
 // ValidName reports whether s can name a stream or consumer: a single
 // subject token of printable ASCII without wildcards, at most 64 bytes.
@@ -131,18 +125,9 @@ func AppendQueueAckSubject(dst []byte, q *QueueAck) []byte {
 	if !ValidName(m.Consumer) {
 		m.Consumer = "_"
 	}
-	dst = append(dst, m.Stream...)
+	m.Pending = 0
+	dst = appendAckFields(dst, &m)
 	dst = append(dst, '.')
-	dst = append(dst, m.Consumer...)
-	dst = append(dst, '.')
-	dst = strconv.AppendInt(dst, int64(m.Delivered), 10)
-	dst = append(dst, '.')
-	dst = strconv.AppendUint(dst, m.StreamSeq, 10)
-	dst = append(dst, '.')
-	dst = strconv.AppendUint(dst, m.ConsumerSeq, 10)
-	dst = append(dst, '.')
-	dst = strconv.AppendInt(dst, m.Time, 10)
-	dst = append(dst, ".0."...)
 	dst = strconv.AppendInt(dst, int64(q.Group), 10)
 	dst = append(dst, '.')
 	dst = append(dst, q.Member...)

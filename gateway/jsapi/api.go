@@ -255,7 +255,8 @@ func (s *Service) streamInfo() jetstream.StreamInfo {
 	return jetstream.StreamInfo{
 		Config: jetstream.StreamConfig{Name: s.cfg.Stream, Subjects: []string{s.cfg.Prefix + ".>"}, Retention: jetstream.LimitsPolicy,
 			MaxConsumers: s.cfg.MaxConsumers, MaxMsgs: -1, MaxBytes: s.cfg.MaxBytes, MaxAge: s.cfg.MaxAge, MaxMsgsPerSubject: -1,
-			MaxMsgSize: -1, Discard: jetstream.DiscardOld, Storage: jetstream.FileStorage, Replicas: 1, Duplicates: s.cfg.DuplicateWindow},
+			MaxMsgSize: -1, Discard: jetstream.DiscardOld, Storage: jetstream.FileStorage, Replicas: 1, Duplicates: s.cfg.DuplicateWindow,
+			DenyDelete: true, DenyPurge: true},
 		Created:   s.created,
 		State:     st,
 		TimeStamp: s.now().UTC(),

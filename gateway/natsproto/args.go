@@ -47,6 +47,22 @@ func parseCount(b []byte) (int64, bool) {
 	return n, true
 }
 
+// ParseUint parses a decimal uint64 of 1..19 digits (no sign) without
+// allocating, as ack subjects carry them; false on anything else.
+func ParseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
+}
+
 // trimSeparators trims spaces and tabs at both ends.
 func trimSeparators(b []byte) []byte {
 	for len(b) > 0 && isSeparator(b[0]) {
