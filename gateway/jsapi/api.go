@@ -54,6 +54,15 @@ type Service struct {
 	consumers map[string]*Consumer // bound: cfg.MaxConsumers
 
 	Total, Errors atomic.Uint64 // API calls, and those answered with an error
+
+	onCreate func(*Consumer) // set once by SetHooks, before use
+	onDelete func(name string)
+}
+
+// SetHooks tells the front end of consumers created and deleted (push
+// consumers have a member of the server's own). Call before serving.
+func (s *Service) SetHooks(created func(*Consumer), deleted func(name string)) {
+	s.onCreate, s.onDelete = created, deleted
 }
 
 // Consumer is a JetStream consumer: a queue group with a name.
@@ -312,8 +321,11 @@ func (s *Service) createConsumer(stream, name string, body []byte, durable bool)
 		return nil, Err(400, CodeConsumerCreate, "consumer name %q invalid or not the one in the subject", name)
 	}
 	cc.Name, cc.Durable, cc.AckPolicy = name, name, jetstream.AckExplicitPolicy
-	if cc.DeliverSubject != "" {
-		return nil, Err(400, CodeConsumerCreate, "edgeq: push consumers (deliver_subject) are not supported yet; use a pull consumer or a core queue subscription")
+	if cc.DeliverSubject != "" && (strings.ContainsAny(cc.DeliverSubject, "*> \t") || strings.HasPrefix(cc.DeliverSubject, s.cfg.Prefix+".")) {
+		return nil, Err(400, CodeConsumerCreate, "deliver_subject %q invalid (no wildcards, not within the stream)", cc.DeliverSubject)
+	}
+	if cc.FlowControl || cc.IdleHeartbeat > 0 {
+		return nil, Err(400, CodeConsumerCreate, "edgeq: flow_control and idle_heartbeat of push consumers are not supported")
 	}
 	filter := s.cfg.Prefix + ".>"
 	if len(cc.FilterSubjects) > 0 {
@@ -373,6 +385,9 @@ func (s *Service) createConsumer(stream, name string, body []byte, durable bool)
 	}
 	c := &Consumer{Name: name, Config: cc, Key: key, Created: s.now().UTC()}
 	s.consumers[name] = c
+	if s.onCreate != nil {
+		s.onCreate(c)
+	}
 	return marshal("consumer_create_response", s.info(c)), nil
 }
 
@@ -436,6 +451,9 @@ func (s *Service) deleteConsumer(name string) bool {
 		return false
 	}
 	delete(s.consumers, name)
+	if s.onDelete != nil {
+		s.onDelete(name)
+	}
 	return true
 }
 

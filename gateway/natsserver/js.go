@@ -55,11 +55,13 @@ type ackSlot struct {
 	cseq uint64
 	at   time.Time
 	h    groups.AckHandle
+	conn uint64 // the connection the message went to
 }
 
 // heldMsg is a delivery that came while no pull request was outstanding
 // (credit is lowered asynchronously); it goes out with the next one.
 type heldMsg struct {
+	cseq           uint64
 	subject, reply string
 	hdr, payload   []byte
 	at             time.Time
@@ -69,7 +71,9 @@ type heldMsg struct {
 // follows the pull requests: what they still ask for plus what is unacked,
 // at most the consumer's max_ack_pending.
 type jsMember struct {
-	c       *conn
+	s       *Server
+	c       *conn // nil for a push consumer's member (the server's own)
+	push    bool  // a push consumer: one endless "pull" on its deliver subject
 	cons    *jsapi.Consumer
 	id, gid queue.MemberID
 	ackWait time.Duration
@@ -104,7 +108,7 @@ func (c *conn) jsMember(cons *jsapi.Consumer) (*jsMember, error) {
 		return nil, errors.New("maximum subscriptions exceeded")
 	}
 	size := min(max(2*cons.Config.MaxAckPending, 64), maxAckTable)
-	m = &jsMember{c: c, cons: cons, id: c.nextMemberID(), ackWait: cons.Config.AckWait, maxAck: cons.Config.MaxAckPending,
+	m = &jsMember{s: c.s, c: c, cons: cons, id: c.nextMemberID(), ackWait: cons.Config.AckWait, maxAck: cons.Config.MaxAckPending,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), table: make([]ackSlot, size)}
 	gid, err := c.s.queues.Join(cons.Key, m.id, m, 0)
 	if err != nil {
@@ -143,19 +147,19 @@ func (c *conn) handleNext(stream, name, reply string, body []byte) {
 	}
 	cons, apiErr := js.Lookup(stream, name)
 	if apiErr != nil {
-		c.sendStatus(reply, apiErr.Code, apiErr.Description, 0, 0)
+		c.s.sendStatus(reply, apiErr.Code, apiErr.Description, 0, 0)
 		return
 	}
 	req, err := jsapi.ParseNext(body, cons.Config.MaxRequestBatch)
 	if err != nil {
 		c.s.stats.BadPulls.Add(1)
 		desc := strings.TrimPrefix(err.Error(), jsapi.ErrBadNext.Error()+": ")
-		c.sendStatus(reply, 409, desc, 0, 0)
+		c.s.sendStatus(reply, 409, desc, 0, 0)
 		return
 	}
 	m, err := c.jsMember(cons)
 	if err != nil {
-		c.sendStatus(reply, 409, err.Error(), 0, 0)
+		c.s.sendStatus(reply, 409, err.Error(), 0, 0)
 		return
 	}
 	now := time.Now()
@@ -172,7 +176,7 @@ func (c *conn) handleNext(stream, name, reply string, body []byte) {
 		old := m.pulls[0]
 		m.pulls = m.pulls[1:]
 		m.mu.Unlock()
-		c.sendStatus(old.reply, 409, "Exceeded MaxWaiting", old.left, old.leftBytes)
+		c.s.sendStatus(old.reply, 409, "Exceeded MaxWaiting", old.left, old.leftBytes)
 		m.mu.Lock()
 	}
 	m.pulls = append(m.pulls, p)
@@ -216,7 +220,7 @@ func (m *jsMember) housekeep(now time.Time) {
 	keep := m.pulls[:0]
 	for _, p := range m.pulls {
 		switch {
-		case p.left <= 0:
+		case p.left <= 0 && !m.push:
 		case !p.expires.IsZero() && now.After(p.expires):
 			code, desc := 408, "Request Timeout"
 			if p.noWait {
@@ -237,9 +241,16 @@ func (m *jsMember) housekeep(now time.Time) {
 	for len(m.held) > 0 && now.Sub(m.held[0].at) > m.ackWait {
 		m.held = m.held[1:]
 	}
+	m.flushHeldLocked(now)
 	want := 0
 	for _, p := range m.pulls {
 		want += p.left
+	}
+	if m.push {
+		want = m.maxAck
+		if m.s.subs.match(m.pulls[0].reply, func(*sub) bool { return false }) == 0 && len(m.held) > 0 {
+			want = 0 // nobody listens: take no more until someone does
+		}
 	}
 	cut := now.Add(-m.ackWait)
 	for i := range m.table {
@@ -252,10 +263,10 @@ func (m *jsMember) housekeep(now time.Time) {
 	m.credit = want
 	m.mu.Unlock()
 	for _, s := range out {
-		m.c.sendStatus(s.reply, s.code, s.desc, s.left, s.bytes)
+		m.s.sendStatus(s.reply, s.code, s.desc, s.left, s.bytes)
 	}
 	if change {
-		_ = m.c.s.queues.SetCredit(m.cons.Key, m.id, want)
+		_ = m.s.queues.SetCredit(m.cons.Key, m.id, want)
 	}
 }
 
@@ -273,11 +284,11 @@ func (m *jsMember) Deliver(d *groups.Delivery) bool {
 	m.cseq++
 	slot := &m.table[m.cseq%uint64(len(m.table))]
 	*slot = ackSlot{cseq: m.cseq, at: now, h: d.Ack}
-	meta := jsapi.AckMeta{Stream: m.c.s.cfg.JetStream.Stream(), Consumer: m.cons.Name, Delivered: d.Deliveries,
+	meta := jsapi.AckMeta{Stream: m.s.cfg.JetStream.Stream(), Consumer: m.cons.Name, Delivered: d.Deliveries,
 		StreamSeq: jsapi.StreamSeq(d.Partition, d.Offset), ConsumerSeq: m.cseq, Time: rec.Time}
 	reply := string(jsapi.AppendAckSubject(nil, &meta))
 	m.hdr = appendDeliveryHeader(m.hdr[:0], d)
-	h := heldMsg{subject: m.c.s.cfg.TelemetryPrefix + "." + rec.Device, reply: reply, at: now,
+	h := heldMsg{cseq: m.cseq, subject: m.s.cfg.TelemetryPrefix + "." + rec.Device, reply: reply, at: now,
 		hdr: bytes.Clone(m.hdr), payload: bytes.Clone(rec.Payload)}
 	if !m.sendLocked(&h, now) {
 		if len(m.held) >= max(m.maxAck, 1) {
@@ -298,16 +309,32 @@ func (m *jsMember) sendLocked(h *heldMsg, now time.Time) bool {
 		if p.left <= 0 || p.leftBytes > 0 && size > p.leftBytes && p.sent > 0 {
 			m.pulls = m.pulls[1:]
 			if p.left > 0 {
-				go m.c.sendStatus(p.reply, 409, "Message Size Exceeds MaxBytes", p.left, p.leftBytes)
+				go m.s.sendStatus(p.reply, 409, "Message Size Exceeds MaxBytes", p.left, p.leftBytes)
 			}
 			continue
 		}
 		// To the request's inbox, under the message's own subject (as
 		// nats-server delivers pulled messages).
-		n := m.c.s.subs.match(p.reply, func(sb *sub) bool { return sb.c.sendMsg(sb, h.subject, h.reply, h.hdr, h.payload) })
-		if n == 0 {
+		var to uint64
+		n := m.s.subs.match(p.reply, func(sb *sub) bool {
+			if !sb.c.sendMsg(sb, h.subject, h.reply, h.hdr, h.payload) {
+				return false
+			}
+			to = sb.c.id
+			return true
+		})
+		if n == 0 || to == 0 {
+			if m.push {
+				return false // nobody subscribed to the deliver subject yet: held
+			}
 			m.pulls = m.pulls[1:] // the requester is gone
 			continue
+		}
+		if s := &m.table[h.cseq%uint64(len(m.table))]; s.cseq == h.cseq {
+			s.conn = to
+		}
+		if m.push {
+			return true
 		}
 		p.left--
 		p.sent++
@@ -335,11 +362,11 @@ func (m *jsMember) flushHeldLocked(now time.Time) {
 
 // handle looks up the delivery cseq names; ok false if the table has no
 // such entry (acked already, or overwritten).
-func (m *jsMember) handle(cseq uint64, clearIt bool) (groups.AckHandle, bool) {
+func (m *jsMember) handle(cseq uint64, clearIt bool, from uint64) (groups.AckHandle, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := &m.table[cseq%uint64(len(m.table))]
-	if s.cseq != cseq {
+	if s.cseq != cseq || s.conn != from {
 		return groups.AckHandle{}, false
 	}
 	h := s.h
@@ -371,19 +398,26 @@ func (c *conn) handleJSAck(subject, reply, payload []byte) error {
 	}
 	c.s.subsMu.Lock()
 	m := c.jsMembers[string(consumer)]
+	if m == nil {
+		m = c.s.pushMembers[string(consumer)]
+	}
 	c.s.subsMu.Unlock()
 	if m == nil {
 		c.s.stats.ForeignAcks.Add(1)
 		return errNotYourAck
 	}
-	h, ok := m.handle(meta.ConsumerSeq, kind != groups.AckInProgress)
+	h, ok := m.handle(meta.ConsumerSeq, kind != groups.AckInProgress, c.id)
+	if !ok && m.push {
+		c.s.stats.ForeignAcks.Add(1)
+		return errNotYourAck
+	}
 	if !ok || h.Deliveries != meta.Delivered {
 		return fmt.Errorf("%w: no delivery %d outstanding at consumer %s", errBadAck, meta.ConsumerSeq, consumer)
 	}
 	h.Member = m.gid
 	err = c.s.queues.Ack(groups.Ack{Handle: h, Kind: kind, Delay: delay})
 	m.signal()
-	if rest, ok := bytes.CutPrefix(bytes.TrimSpace(payload), []byte("+NXT")); ok && len(reply) > 0 {
+	if rest, ok := bytes.CutPrefix(bytes.TrimSpace(payload), []byte("+NXT")); ok && len(reply) > 0 && !m.push {
 		// +NXT: ack and pull the next message(s) to the reply subject.
 		c.handleNext(c.s.cfg.JetStream.Stream(), m.cons.Name, string(reply), bytes.TrimSpace(rest))
 	}
@@ -392,7 +426,7 @@ func (c *conn) handleJSAck(subject, reply, payload []byte) error {
 
 // sendStatus sends a JetStream status message (404, 408, 409, 100) to a
 // pull request's reply subject.
-func (c *conn) sendStatus(reply string, code int, desc string, left, leftBytes int) {
+func (s *Server) sendStatus(reply string, code int, desc string, left, leftBytes int) {
 	h, err := natsproto.AppendHeaderStart(nil, code, desc)
 	if err != nil {
 		h, _ = natsproto.AppendHeaderStart(nil, code, "")
@@ -402,7 +436,7 @@ func (c *conn) sendStatus(reply string, code int, desc string, left, leftBytes i
 		h, _ = natsproto.AppendHeaderInt(h, "Nats-Pending-Bytes", int64(leftBytes))
 	}
 	h = natsproto.AppendHeaderEnd(h)
-	c.s.publishCore(nil, reply, "", h, nil)
+	s.publishCore(nil, reply, "", h, nil)
 }
 
 // jsPubAck writes the JetStream part of a pub-ack: "stream" and
@@ -416,4 +450,53 @@ func appendJSPubAck(dst []byte, stream string, seq uint64, dup bool) []byte {
 		dst = append(dst, `,"duplicate":true`...)
 	}
 	return append(dst, ',')
+}
+
+// startPush runs the server's member of a push consumer: deliveries go to
+// its deliver subject (a core queue group there when deliver_group is set),
+// acks are taken from the connection each message went to.
+func (s *Server) startPush(cons *jsapi.Consumer) {
+	if cons.Config.DeliverSubject == "" {
+		return
+	}
+	m := &jsMember{s: s, push: true, cons: cons, id: queue.MemberID("push-" + cons.Name), ackWait: cons.Config.AckWait,
+		maxAck: cons.Config.MaxAckPending, wake: make(chan struct{}, 1), stop: make(chan struct{}),
+		table: make([]ackSlot, min(max(2*cons.Config.MaxAckPending, 64), maxAckTable)),
+		pulls: []*pull{{reply: cons.Config.DeliverSubject, left: 1}}}
+	gid, err := s.queues.Join(cons.Key, m.id, m, 0)
+	if err != nil {
+		s.logger.Warn("push consumer cannot join its group", "consumer", cons.Name, "err", err)
+		return
+	}
+	m.gid = gid
+	s.subsMu.Lock()
+	old := s.pushMembers[cons.Name]
+	s.pushMembers[cons.Name] = m
+	s.subsMu.Unlock()
+	if old != nil {
+		s.stopPush(old)
+	}
+	go m.loop()
+}
+
+// dropPush stops the push member of consumer name, if any.
+func (s *Server) dropPush(name string) {
+	s.subsMu.Lock()
+	m := s.pushMembers[name]
+	delete(s.pushMembers, name)
+	s.subsMu.Unlock()
+	if m != nil {
+		s.stopPush(m)
+	}
+}
+
+func (s *Server) stopPush(m *jsMember) {
+	m.mu.Lock()
+	closed := m.closed
+	m.closed = true
+	m.mu.Unlock()
+	if !closed {
+		close(m.stop)
+		s.queues.Leave(m.cons.Key, m.id)
+	}
 }

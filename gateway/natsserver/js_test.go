@@ -107,7 +107,7 @@ func TestJetStreamConsumeOrderedBacklog(t *testing.T) {
 	pending := make([]jetstream.PubAckFuture, 0, devices*perDevice)
 	for i := range perDevice {
 		for d := range devices {
-			f, err := js.PublishAsync(fmt.Sprintf("telemetry.dev%d", d), []byte(strconv.Itoa(i+1)))
+			f, err := js.PublishAsync(fmt.Sprintf("telemetry.dev%d", d), []byte(strconv.Itoa(i+1)), jetstream.WithStallWait(30*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -372,5 +372,72 @@ func TestJetStreamQueueAckSubjects(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("group stats %+v", gs)
 		}
+	}
+}
+
+// The legacy nats.go JetStream API: a durable push consumer with a deliver
+// group, two queue subscribers, manual acks.
+func TestJetStreamLegacyQueueSubscribe(t *testing.T) {
+	r := newJSRig(t)
+	nc := r.connect(t)
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const devices, per = 10, 20
+	for i := range per {
+		for d := range devices {
+			if _, err := js.Publish(fmt.Sprintf("telemetry.l%d", d), []byte(strconv.Itoa(i+1))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var mu sync.Mutex
+	last := map[string]int{}
+	got := 0
+	done := make(chan struct{})
+	var fail error
+	handler := func(m *nats.Msg) {
+		md, err := m.Metadata()
+		n, _ := strconv.Atoi(string(m.Data))
+		dev := m.Header.Get(HeaderDevice)
+		mu.Lock()
+		if err != nil || md.Consumer != "legacy" {
+			fail = fmt.Errorf("metadata %+v %v", md, err)
+		}
+		if md != nil && md.NumDelivered == 1 {
+			if n != last[dev]+1 {
+				fail = fmt.Errorf("%s: %d after %d", dev, n, last[dev])
+			}
+			last[dev] = n
+		}
+		mu.Unlock()
+		if err := m.Ack(); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		got++
+		if got == devices*per {
+			close(done)
+		}
+		mu.Unlock()
+	}
+	for range 2 {
+		wc := r.connect(t)
+		wjs, _ := wc.JetStream()
+		if _, err := wjs.QueueSubscribe("telemetry.>", "legacy", handler, nats.Durable("legacy"), nats.ManualAck(), nats.DeliverAll(), nats.AckExplicit()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		mu.Lock()
+		t.Fatalf("got %d of %d", got, devices*per)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fail != nil {
+		t.Fatal(fail)
 	}
 }

@@ -70,14 +70,17 @@ type Server struct {
 	tail   *groups.Tail
 	logger *slog.Logger
 
-	ln      net.Listener
-	subs    *sublist
-	subsMu  sync.Mutex // guards every conn's subs map
-	mu      sync.Mutex
-	conns   map[uint64]*conn // bound: cfg.MaxConnections
-	nextCID atomic.Uint64
-	closing atomic.Bool
-	wg      sync.WaitGroup
+	ln     net.Listener
+	subs   *sublist
+	subsMu sync.Mutex // guards every conn's subs map
+	mu     sync.Mutex
+	conns  map[uint64]*conn // bound: cfg.MaxConnections
+	// pushMembers: the server's members of push consumers, by name;
+	// guarded by subsMu; bound: jetstream max_consumers.
+	pushMembers map[string]*jsMember
+	nextCID     atomic.Uint64
+	closing     atomic.Bool
+	wg          sync.WaitGroup
 
 	refusing chan struct{} // refused connections being closed politely; bound: maxRefusing
 
@@ -105,13 +108,18 @@ type Stats struct {
 
 // New returns a server; Start listens.
 func New(cfg Config, ingest Ingester, queues *groups.Registry, tail *groups.Tail, logger *slog.Logger) *Server {
-	return &Server{
+	s := &Server{
 		cfg: cfg, ingest: ingest, queues: queues, tail: tail,
-		logger:   logger.With("component", "nats"),
-		subs:     newSublist(),
-		conns:    map[uint64]*conn{},
-		refusing: make(chan struct{}, maxRefusing),
+		logger:      logger.With("component", "nats"),
+		subs:        newSublist(),
+		conns:       map[uint64]*conn{},
+		refusing:    make(chan struct{}, maxRefusing),
+		pushMembers: map[string]*jsMember{},
 	}
+	if cfg.JetStream != nil {
+		cfg.JetStream.SetHooks(s.startPush, s.dropPush)
+	}
+	return s
 }
 
 // Start listens on cfg.Listen and serves until Shutdown.
