@@ -228,6 +228,17 @@ func TestJetStreamFetchNakTermAckSync(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("fetched %d, err %v", len(got), b.Error())
 	}
+	// Another connection cannot answer for a message it does not hold.
+	other := r.connect(t)
+	if err := other.Publish(got[0].Reply(), []byte("+ACK")); err != nil {
+		t.Fatal(err)
+	}
+	other.Flush()
+	for deadline := time.Now().Add(5 * time.Second); r.s.Counters().ForeignAcks.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("foreign ack not refused")
+		}
+	}
 	if err := got[0].DoubleAck(ctx); err != nil {
 		t.Fatal(err)
 	}
