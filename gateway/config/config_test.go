@@ -97,6 +97,9 @@ func TestRejectsWithKeyNames(t *testing.T) {
 		{"device share above the window", "queue:\n  read_ahead_msgs: 64\n  device_share_msgs: 65\n", nil, "queue.device_share_msgs"},
 		{"negative device share bytes", "", []string{"EDGEQ_QUEUE_DEVICE_SHARE_BYTES=-1"}, "queue.device_share_bytes"},
 		{"negative move-back backlog", "hot:\n  move_back_backlog: -1\n", nil, "hot.move_back_backlog"},
+		{"stream name with a dot", "jetstream:\n  stream: A.B\n", nil, "jetstream.stream"},
+		{"no msg-id table", "", []string{"EDGEQ_JETSTREAM_MAX_MSG_IDS=0"}, "jetstream.max_msg_ids"},
+		{"more consumers than groups", "jetstream:\n  max_consumers: 1000\n", nil, "jetstream.max_consumers"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
