@@ -36,6 +36,9 @@ func TestJetStreamNatsCLI(t *testing.T) {
 		{[]string{"consumer", "info", "TELEMETRY", "cli"}, []string{"Pull Mode: true", "Max Ack Pending: 256"}},
 		{[]string{"consumer", "next", "TELEMETRY", "cli", "--count", "3"}, []string{"reading of js-1", "reading of js-2", "reading of js-3", "Acknowledged message"}},
 		{[]string{"stream", "info", "TELEMETRY"}, []string{"Active Consumers: 1"}},
+		{[]string{"bench", "js", "pub", "async", "telemetry.bench", "--stream", "TELEMETRY", "--msgs", "500"}, []string{"asynchronous publisher stats"}},
+		{[]string{"bench", "js", "consume", "--stream", "TELEMETRY", "--msgs", "500"}, []string{"durable consumer (callback) stats"}},
+		{[]string{"kv", "ls"}, []string{"No Key-Value buckets found"}},
 	}
 	for _, c := range checks {
 		out := run(c.args...)
