@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -85,4 +88,39 @@ func TestJetStreamNatsCLI(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestJetStreamNatsJS runs nats.js from the npm registry: stream info,
+// publish with acks and Nats-Msg-Id dedup, a pull consumer. nats.js 2.x
+// gates its consumers API on the server version: jetstream.info_version.
+func TestJetStreamNatsJS(t *testing.T) {
+	node := requireTool(t, "node")
+	dir, _ := filepath.Abs(filepath.Join("testdata", "nodejs"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "nats", "package.json")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("nats.js is not installed in %s (scripts/install-test-deps.sh), and CI=true", dir)
+		}
+		t.Skipf("nats.js is not installed in %s: run scripts/install-test-deps.sh", dir)
+	}
+	n := newNode(t, "jetstream:\n  info_version: 2.10.0\n")
+	n.start()
+	cmd := exec.Command(node, filepath.Join(dir, "jetstream.mjs"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NATS_URL="+strings.TrimPrefix(n.url(), "nats://"))
+	out, err := runCmdStd(cmd)
+	if err != nil || !strings.Contains(out, "nats.js ok: m1,m2,m3,m4,m5") {
+		t.Fatalf("node jetstream.mjs: %v\n%s", err, out)
+	}
+}
+
+// runCmdStd runs cmd for at most a minute and returns its output.
+func runCmdStd(cmd *exec.Cmd) (string, error) {
+	timer := time.AfterFunc(60*time.Second, func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	defer timer.Stop()
+	b, err := cmd.CombinedOutput()
+	return string(b), err
 }

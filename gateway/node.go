@@ -150,7 +150,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		MaxPingsOut:      cfg.NATS.MaxPingsOut,
 		AuthTimeout:      cfg.NATS.AuthTimeout,
 		NodeID:           id,
-		Version:          version,
+		Version:          infoVersion(cfg, version),
 		JetStream:        js,
 		QueueJSAcks:      cfg.JetStream.Enabled && cfg.JetStream.QueueAckSubjects,
 		Dedup:            dedup,
@@ -396,4 +396,13 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 		n.logger.Info("stopped", "err", n.stopErr)
 	})
 	return n.stopErr
+}
+
+// infoVersion is the version NATS clients see: edgeq's own, or
+// jetstream.info_version for clients that gate JetStream on it.
+func infoVersion(cfg config.Config, version string) string {
+	if cfg.JetStream.Enabled && cfg.JetStream.InfoVersion != "" {
+		return cfg.JetStream.InfoVersion
+	}
+	return version
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -129,7 +130,15 @@ type JetStream struct {
 	// that only ack JetStream messages (natscli `sub --ack`) and
 	// msg.Metadata() work with them (default false).
 	QueueAckSubjects bool `yaml:"queue_ack_subjects"`
+	// InfoVersion, when set, is the version announced in NATS INFO instead
+	// of edgeq's own, for clients that gate JetStream features on the
+	// server's version (nats.js 2.x wants 2.9.4 or later for its consumers
+	// API). A plain MAJOR.MINOR.PATCH.
+	InfoVersion string `yaml:"info_version"`
 }
+
+// plainVersion is MAJOR.MINOR.PATCH.
+var plainVersion = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
 
 // User is one user/password pair for NATS clients.
 type User struct {
@@ -350,6 +359,9 @@ func (c *Config) Validate() error {
 		}
 		if j.DuplicateWindow < 0 {
 			bad("jetstream.duplicate_window", "%v, want >= 0", j.DuplicateWindow)
+		}
+		if j.InfoVersion != "" && !plainVersion.MatchString(j.InfoVersion) {
+			bad("jetstream.info_version", "%q, want MAJOR.MINOR.PATCH such as 2.10.0", j.InfoVersion)
 		}
 		if j.MaxMsgIDs < 1 || j.MaxMsgIDs > 10_000_000 {
 			bad("jetstream.max_msg_ids", "%d, want 1..10000000", j.MaxMsgIDs)
