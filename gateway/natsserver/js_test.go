@@ -452,3 +452,72 @@ func TestJetStreamLegacyQueueSubscribe(t *testing.T) {
 		t.Fatal(fail)
 	}
 }
+
+// The legacy API's pull subscription, and a Consume() whose requests only
+// see idle heartbeats for a while: the consumer keeps going.
+func TestJetStreamLegacyPullAndHeartbeats(t *testing.T) {
+	r := newJSRig(t)
+	nc := r.connect(t)
+	js, _ := nc.JetStream()
+	for i := range 3 {
+		// Three devices: one device never has two messages in flight,
+		// so a batch of three of one device would hold one.
+		if _, err := js.Publish(fmt.Sprintf("telemetry.p1-%d", i), []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, err := js.PullSubscribe("telemetry.>", "legacy-pull", nats.AckExplicit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := ps.Fetch(3, nats.MaxWait(5*time.Second))
+	if err != nil || len(msgs) != 3 {
+		t.Fatalf("fetched %d: %v", len(msgs), err)
+	}
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		seen[string(m.Data)] = true
+		if err := m.AckSync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != 3 {
+		t.Fatalf("fetched %v", seen)
+	}
+	// Consume with a short expiry: heartbeats every 500ms keep it healthy
+	// through an idle second; then a message arrives.
+	njs, _ := jetstream.New(nc)
+	ctx := jsCtx(t)
+	c, err := njs.CreateOrUpdateConsumer(ctx, "TELEMETRY", jetstream.ConsumerConfig{Durable: "hb", DeliverPolicy: jetstream.DeliverNewPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	errs := make(chan error, 4)
+	cc, err := c.Consume(func(m jetstream.Msg) { got <- string(m.Data()); _ = m.Ack() },
+		jetstream.PullExpiry(2*time.Second), jetstream.PullHeartbeat(500*time.Millisecond),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { errs <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Stop()
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := njs.Publish(ctx, "telemetry.p2", []byte("after idle")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-got:
+		if v != "after idle" {
+			t.Fatalf("got %q (deliver new)", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing after the idle time")
+	}
+	select {
+	case err := <-errs:
+		if errors.Is(err, jetstream.ErrNoHeartbeat) {
+			t.Fatal(err)
+		}
+	default:
+	}
+}
