@@ -16,14 +16,7 @@ func TestJetStreamNatsCLI(t *testing.T) {
 	natsBin := requireTool(t, "nats", goBin("nats"))
 	n := newNode(t, "jetstream:\n  queue_ack_subjects: true\n")
 	n.start()
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := runCmd(natsBin, append([]string{"--server", n.url(), "--timeout", "5s"}, args...)...)
-		if err != nil {
-			t.Fatalf("nats %v: %v\n%s", args, err, out)
-		}
-		return out
-	}
+	run := natsCLI(t, natsBin, n)
 	for _, d := range []string{"js-1", "js-2", "js-3"} {
 		run("pub", "telemetry."+d, "reading of "+d)
 	}
@@ -123,4 +116,17 @@ func runCmdStd(cmd *exec.Cmd) (string, error) {
 	defer timer.Stop()
 	b, err := cmd.CombinedOutput()
 	return string(b), err
+}
+
+// natsCLI returns a runner of the nats CLI against n that fails the test on
+// a non-zero exit.
+func natsCLI(t *testing.T, natsBin string, n *node) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		out, err := runCmd(natsBin, append([]string{"--server", n.url(), "--timeout", "5s"}, args...)...)
+		if err != nil {
+			t.Fatalf("nats %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
 }
