@@ -141,14 +141,7 @@ func TestNatsCLI(t *testing.T) {
 	natsBin := requireTool(t, "nats", goBin("nats"))
 	n := newNode(t, "")
 	n.start()
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := runCmd(natsBin, append([]string{"--server", n.url(), "--timeout", "5s"}, args...)...)
-		if err != nil {
-			t.Fatalf("nats %v: %v\n%s", args, err, out)
-		}
-		return out
-	}
+	run := natsCLI(t, natsBin, n)
 	// A request on a telemetry subject is a durable publish; the reply is the pub-ack.
 	out := run("request", "telemetry.cli-1", "hello from the nats CLI")
 	if !strings.Contains(out, `"seq":1`) || !strings.Contains(out, `"node":"e2e-node"`) {

@@ -119,6 +119,14 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 	}
 	s.Tail = n.tail.Stats()
 	cs := n.nats.Counters()
+	if n.js != nil {
+		s.JetStream = metrics.JetStreamStats{Enabled: true, APICalls: n.js.Total.Load(), APIErrors: n.js.Errors.Load(),
+			Consumers: n.js.Consumers(), BadPulls: cs.BadPulls.Load()}
+		if n.dedup != nil {
+			s.JetStream.MsgIDs, s.JetStream.MaxMsgIDs = n.dedup.Len(), n.cfg.JetStream.MaxMsgIDs
+			s.JetStream.Duplicates, s.JetStream.MsgIDsEvicted = n.dedup.Duplicates.Load(), n.dedup.Evicted.Load()
+		}
+	}
 	s.NATS = metrics.NATSStats{
 		Connections: cs.Connections.Load(), TotalConnections: cs.TotalConnections.Load(), Refused: cs.Refused.Load(),
 		AuthFailures: cs.AuthFailures.Load(), ProtocolErrors: cs.ProtocolErrors.Load(),

@@ -23,6 +23,7 @@ import (
 	"edgeq/gateway/console"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
+	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsserver"
 	"edgeq/gateway/nsqserver"
 	"edgeq/gateway/queue"
@@ -44,6 +45,8 @@ type Node struct {
 	tail   *groups.Tail
 	nats   *natsserver.Server
 	nsq    *nsqserver.Server // nil unless nsq.listen is set
+	js     *jsapi.Service    // nil when jetstream.enabled is false
+	dedup  *jsapi.Dedup
 
 	serial  []*serial.Port
 	cluster *cluster.Node // nil unless cluster.name is set
@@ -136,6 +139,17 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		n.cluster.Attach(n.queues)
 	}
 	users, perms := natsUsers(cfg.NATS)
+	var js *jsapi.Service
+	var dedup *jsapi.Dedup
+	if j := cfg.JetStream; j.Enabled {
+		js = jsapi.NewService(jsapi.Config{Stream: j.Stream, Prefix: cfg.NATS.TelemetryPrefix, MaxConsumers: j.MaxConsumers,
+			DuplicateWindow: j.DuplicateWindow, MaxBytes: int64(cfg.WAL.MaxBytes), MaxAge: cfg.WAL.MaxAge,
+			Defaults: queueConfig(cfg, config.Group{})}, l, n.queues)
+		if j.DuplicateWindow > 0 {
+			dedup = jsapi.NewDedup(j.DuplicateWindow, j.MaxMsgIDs, nil)
+		}
+	}
+	n.js, n.dedup = js, dedup
 	n.nats = natsserver.New(natsserver.Config{
 		Listen:           cfg.NATS.Listen,
 		AuthToken:        cfg.NATS.AuthToken,
@@ -153,7 +167,10 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		MaxPingsOut:      cfg.NATS.MaxPingsOut,
 		AuthTimeout:      cfg.NATS.AuthTimeout,
 		NodeID:           id,
-		Version:          version,
+		Version:          infoVersion(cfg, version),
+		JetStream:        js,
+		QueueJSAcks:      cfg.JetStream.Enabled && cfg.JetStream.QueueAckSubjects,
+		Dedup:            dedup,
 
 		TLS:               natsTLS,
 		TLSHandshakeFirst: cfg.NATS.TLS.HandshakeFirst,
@@ -483,4 +500,13 @@ func natsUsers(c config.NATS) (map[string]string, map[string]*natsserver.Permiss
 		}
 	}
 	return users, perms
+}
+
+// infoVersion is the version NATS clients see: edgeq's own, or
+// jetstream.info_version for clients that gate JetStream on it.
+func infoVersion(cfg config.Config, version string) string {
+	if cfg.JetStream.Enabled && cfg.JetStream.InfoVersion != "" {
+		return cfg.JetStream.InfoVersion
+	}
+	return version
 }

@@ -27,6 +27,9 @@ command -v chromium >/dev/null || need+=(chromium)
 command -v promtool >/dev/null || need+=(prometheus)
 # The power-cut tests mount a FUSE file system (internal/powerfs).
 command -v fusermount3 >/dev/null || need+=(fuse3)
+# nats.js (from the npm registry) is a third JetStream client in the tests.
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "the tests need: ${need[*]} — run: sudo apt-get install -y ${need[*]}" >&2
@@ -42,6 +45,11 @@ gobin="$(go env GOPATH)/bin"
 if ! command -v nats >/dev/null && [ ! -x "$gobin/nats" ]; then
   echo "installing the nats CLI (natscli) into $gobin"
   GOFLAGS= go install github.com/nats-io/natscli/nats@v0.5.1
+fi
+nodedir="$(dirname "$0")/../e2e/testdata/nodejs"
+if [ ! -f "$nodedir/node_modules/nats/package.json" ]; then
+  echo "installing nats.js (npm) into e2e/testdata/nodejs"
+  npm install --prefix "$nodedir" --no-audit --no-fund --silent >/dev/null
 fi
 # A mosquitto installed as a service is not what the tests use (they start their own).
 if command -v systemctl >/dev/null && systemctl is-active --quiet mosquitto 2>/dev/null; then

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -36,13 +37,14 @@ type Config struct {
 	// ShutdownTimeout bounds the drain on SIGTERM (default 10s).
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
-	NATS   NATS          `yaml:"nats"`
-	NSQ    NSQ           `yaml:"nsq"`
-	HTTP   HTTP          `yaml:"http"`
-	WAL    WAL           `yaml:"wal"`
-	Queue  QueueDefaults `yaml:"queue"`
-	Groups []Group       `yaml:"groups"`
-	Hot    Hot           `yaml:"hot"`
+	NATS      NATS          `yaml:"nats"`
+	JetStream JetStream     `yaml:"jetstream"`
+	NSQ       NSQ           `yaml:"nsq"`
+	HTTP      HTTP          `yaml:"http"`
+	WAL       WAL           `yaml:"wal"`
+	Queue     QueueDefaults `yaml:"queue"`
+	Groups    []Group       `yaml:"groups"`
+	Hot       Hot           `yaml:"hot"`
 	// Metrics configures /metrics and the device health of /v1/status.
 	Metrics Metrics `yaml:"metrics"`
 	// Serial lists the serial ports to read telemetry from.
@@ -194,6 +196,35 @@ func (t TLS) Enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
 
 // User is one user/password pair for NATS clients, with optional
 // permissions in nats-server's shape (no permissions: everything).
+// JetStream is the JetStream API on the NATS listener: the node's log as
+// one stream, queue groups as consumers (README: JetStream).
+type JetStream struct {
+	// Enabled answers $JS.API and announces jetstream in INFO (default true).
+	Enabled bool `yaml:"enabled"`
+	// Stream names the node's stream (default TELEMETRY).
+	Stream string `yaml:"stream"`
+	// DuplicateWindow is how long a Nats-Msg-Id is remembered (default 2m),
+	// MaxMsgIDs how many at most (default 100000; older ones are forgotten).
+	DuplicateWindow time.Duration `yaml:"duplicate_window"`
+	MaxMsgIDs       int           `yaml:"max_msg_ids"`
+	// MaxConsumers bounds the consumers (default 64; each is a queue group).
+	MaxConsumers int `yaml:"max_consumers"`
+	// QueueAckSubjects gives core queue subscriptions (SUB telemetry.> q)
+	// JetStream-form ack subjects instead of $EQ.ACK ones, so that tools
+	// that only ack JetStream messages (natscli `sub --ack`) and
+	// msg.Metadata() work with them (default false).
+	QueueAckSubjects bool `yaml:"queue_ack_subjects"`
+	// InfoVersion, when set, is the version announced in NATS INFO instead
+	// of edgeq's own, for clients that gate JetStream features on the
+	// server's version (nats.js 2.x wants 2.9.4 or later for its consumers
+	// API). A plain MAJOR.MINOR.PATCH.
+	InfoVersion string `yaml:"info_version"`
+}
+
+// plainVersion is MAJOR.MINOR.PATCH.
+var plainVersion = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+
+// User is one user/password pair for NATS clients.
 type User struct {
 	User        string       `yaml:"user"`
 	Password    string       `yaml:"password"`
@@ -355,6 +386,7 @@ func Default() Config {
 		DataDir:         "./edgeq-data",
 		LogLevel:        "info",
 		ShutdownTimeout: 10 * time.Second,
+		JetStream:       JetStream{Enabled: true, Stream: "TELEMETRY", DuplicateWindow: 2 * time.Minute, MaxMsgIDs: 100000, MaxConsumers: 64},
 		NATS: NATS{
 			Listen:                 "127.0.0.1:4222",
 			TelemetryPrefix:        "telemetry",
@@ -454,6 +486,23 @@ func (c *Config) Validate() error {
 	}
 	c.validateNATS(bad)
 	c.validateNSQ(bad)
+	if j := c.JetStream; j.Enabled {
+		if j.Stream == "" || len(j.Stream) > 64 || strings.ContainsAny(j.Stream, ".*>/\\ \t\"") {
+			bad("jetstream.stream", "%q, want a name of 1..64 characters without . * > / \\ or spaces", j.Stream)
+		}
+		if j.DuplicateWindow < 0 {
+			bad("jetstream.duplicate_window", "%v, want >= 0", j.DuplicateWindow)
+		}
+		if j.InfoVersion != "" && !plainVersion.MatchString(j.InfoVersion) {
+			bad("jetstream.info_version", "%q, want MAJOR.MINOR.PATCH such as 2.10.0", j.InfoVersion)
+		}
+		if j.MaxMsgIDs < 1 || j.MaxMsgIDs > 10_000_000 {
+			bad("jetstream.max_msg_ids", "%d, want 1..10000000", j.MaxMsgIDs)
+		}
+		if j.MaxConsumers < 1 || j.MaxConsumers > c.Queue.MaxGroups {
+			bad("jetstream.max_consumers", "%d, want 1..queue.max_groups (%d)", j.MaxConsumers, c.Queue.MaxGroups)
+		}
+	}
 	if c.HTTP.Listen != "" {
 		if err := checkHostPort(c.HTTP.Listen); err != nil {
 			bad("http.listen", "%v", err)

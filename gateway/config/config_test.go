@@ -103,6 +103,9 @@ func TestRejectsWithKeyNames(t *testing.T) {
 		{"nsq rdy", "nsq:\n  listen: 127.0.0.1:4150\n  max_rdy_count: 0\n", nil, "nsq.max_rdy_count"},
 		{"nsq heartbeat", "", []string{"EDGEQ_NSQ_LISTEN=127.0.0.1:4150", "EDGEQ_NSQ_HEARTBEAT_INTERVAL=5m"}, "nsq.heartbeat_interval"},
 		{"nsq msg size over max_payload", "nsq:\n  listen: 127.0.0.1:4150\n  max_msg_size: 2MiB\n", nil, "nsq.max_msg_size"},
+		{"stream name with a dot", "jetstream:\n  stream: A.B\n", nil, "jetstream.stream"},
+		{"no msg-id table", "", []string{"EDGEQ_JETSTREAM_MAX_MSG_IDS=0"}, "jetstream.max_msg_ids"},
+		{"more consumers than groups", "jetstream:\n  max_consumers: 1000\n", nil, "jetstream.max_consumers"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

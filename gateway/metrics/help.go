@@ -247,4 +247,12 @@ var help = map[string]string{
 	"edgeq_uplink_state":                              "1 for the uplink's current state (starting, up, retrying, down).",
 	"edgeq_uplink_upstream_latency_seconds":           "Time from sending a batch upstream to its acknowledgement, per acknowledged record.",
 	"edgeq_uplink_window":                             "The uplink's window: its credit in its queue group.",
+	"edgeq_jetstream_api_errors_total":                "JetStream API requests answered with a JetStream error.",
+	"edgeq_jetstream_api_requests_total":              "JetStream API requests answered ($JS.API.*, pull requests aside).",
+	"edgeq_jetstream_bad_pulls_total":                 "Pull requests refused with a 409 (bad JSON, batch over the limit).",
+	"edgeq_jetstream_consumers":                       "JetStream consumers defined (each is a queue group).",
+	"edgeq_jetstream_duplicates_total":                "Publishes not stored because their Nats-Msg-Id was in the duplicate window.",
+	"edgeq_jetstream_max_msg_ids":                     "Bound of the Nats-Msg-Id table (jetstream.max_msg_ids).",
+	"edgeq_jetstream_msg_ids":                         "Nats-Msg-Id values held in the duplicate window.",
+	"edgeq_jetstream_msg_ids_evicted_total":           "Nats-Msg-Id values forgotten before their window ended (table full).",
 }

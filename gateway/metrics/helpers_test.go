@@ -105,6 +105,7 @@ func richSnapshot(t testing.TB, partitions, ngroups int) *Snapshot {
 			Closed: []ReasonCount{{"client", 30}, {"slow_consumer", 1}, {"write_timeout", 2}, {"stale", 3}, {"tls_handshake", 6}}},
 		NSQ: &NSQStats{Connections: 2, TotalConnections: 5, Published: 100, Delivered: 90, Fin: 80, Req: 5, Touch: 3, RDY: 64, InFlight: 10,
 			Errors: []ReasonCount{{"E_INVALID", 2}}},
+		JetStream: JetStreamStats{Enabled: true, APICalls: 40, APIErrors: 2, Consumers: 3, BadPulls: 1, MsgIDs: 500, MaxMsgIDs: 100000, Duplicates: 4},
 		Uplinks: []uplink.Stats{{Name: "cloud", Type: "nats", State: "up", Connected: true, LagRecords: 12, Held: 4, Window: 64,
 			OldestUnsentSeconds: 0.5, Sent: 100, Acked: 96, AckedBytes: 9600, Failed: 2, Retried: 2, Latency: latencySnapshot(1)}},
 		Device: fixtureSamples(t),

@@ -49,6 +49,7 @@ func Render(w io.Writer, s *Snapshot) {
 	renderNATS(e, s)
 	renderConsole(e, s)
 	renderNSQ(e, s)
+	renderJetStream(e, s)
 	renderBridges(e, s)
 	RenderDevice(w, s.Device)
 }
@@ -296,6 +297,29 @@ func renderNATS(e *enc, s *Snapshot) {
 	e.counter1("edgeq_nats_ingest_errors_total", n.IngestErrors)
 	e.counter1("edgeq_nats_bad_acks_total", n.BadAcks)
 	e.counter1("edgeq_nats_foreign_acks_total", n.ForeignAcks)
+}
+
+func renderJetStream(e *enc, s *Snapshot) {
+	j := s.JetStream
+	if !j.Enabled {
+		return
+	}
+	e.family("edgeq_jetstream_api_requests_total", counter)
+	e.u("edgeq_jetstream_api_requests_total", j.APICalls)
+	e.family("edgeq_jetstream_api_errors_total", counter)
+	e.u("edgeq_jetstream_api_errors_total", j.APIErrors)
+	e.family("edgeq_jetstream_consumers", gauge)
+	e.u("edgeq_jetstream_consumers", uint64(max(j.Consumers, 0)))
+	e.family("edgeq_jetstream_bad_pulls_total", counter)
+	e.u("edgeq_jetstream_bad_pulls_total", j.BadPulls)
+	e.family("edgeq_jetstream_msg_ids", gauge)
+	e.u("edgeq_jetstream_msg_ids", uint64(max(j.MsgIDs, 0)))
+	e.family("edgeq_jetstream_max_msg_ids", gauge)
+	e.u("edgeq_jetstream_max_msg_ids", uint64(max(j.MaxMsgIDs, 0)))
+	e.family("edgeq_jetstream_duplicates_total", counter)
+	e.u("edgeq_jetstream_duplicates_total", j.Duplicates)
+	e.family("edgeq_jetstream_msg_ids_evicted_total", counter)
+	e.u("edgeq_jetstream_msg_ids_evicted_total", j.MsgIDsEvicted)
 }
 
 func renderConsole(e *enc, s *Snapshot) {

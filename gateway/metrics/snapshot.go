@@ -33,10 +33,11 @@ type Snapshot struct {
 	// top-N), highest first.
 	TopDevices []hot.DeviceRate
 
-	Groups   []groups.GroupStats // sorted by key
-	Dispatch groups.Counters
-	Tail     groups.TailStats
-	NATS     NATSStats
+	Groups    []groups.GroupStats // sorted by key
+	Dispatch  groups.Counters
+	Tail      groups.TailStats
+	NATS      NATSStats
+	JetStream JetStreamStats
 	// NSQ is nil when the NSQ listener is off.
 	NSQ *NSQStats
 
@@ -102,6 +103,16 @@ type NSQStats struct {
 	SlowConsumers             uint64
 	RDY, InFlight             int64         // summed over connections
 	Errors                    []ReasonCount // error frames by code, sorted
+}
+
+// JetStreamStats describe the JetStream API (all zero when it is off).
+type JetStreamStats struct {
+	Enabled                   bool
+	APICalls, APIErrors       uint64
+	Consumers                 int
+	BadPulls                  uint64 // pull requests refused
+	MsgIDs, MaxMsgIDs         int    // Nats-Msg-Id values held for deduplication, and their bound
+	Duplicates, MsgIDsEvicted uint64
 }
 
 // ReasonCount is one labelled count.

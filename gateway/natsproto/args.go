@@ -34,15 +34,25 @@ const maxDigits = 18
 
 // parseCount parses a non-negative decimal number: digits only, no sign.
 func parseCount(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > maxDigits {
+	if len(b) > maxDigits {
 		return 0, false
 	}
-	var n int64
+	n, ok := ParseUint(b)
+	return int64(n), ok
+}
+
+// ParseUint parses a decimal uint64 of 1..19 digits (no sign) without
+// allocating, as ack subjects carry them; false on anything else.
+func ParseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var n uint64
 	for _, c := range b {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		n = n*10 + int64(c-'0')
+		n = n*10 + uint64(c-'0')
 	}
 	return n, true
 }

@@ -20,6 +20,7 @@ type Info struct {
 	TLSRequired  bool   `json:"tls_required,omitempty"`
 	ClientID     uint64 `json:"client_id,omitempty"`
 	ClientIP     string `json:"client_ip,omitempty"`
+	JetStream    bool   `json:"jetstream,omitempty"`
 }
 
 // AppendInfo appends "INFO {json}\r\n", written without reflection or
@@ -52,6 +53,10 @@ func AppendInfo(dst []byte, info *Info) []byte {
 	}
 	if info.TLSRequired {
 		dst = appendJSONField(dst, "tls_required", false)
+		dst = append(dst, "true"...)
+	}
+	if info.JetStream {
+		dst = appendJSONField(dst, "jetstream", false)
 		dst = append(dst, "true"...)
 	}
 	if info.ClientID != 0 {

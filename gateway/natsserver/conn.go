@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"edgeq/gateway/groups"
+	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsproto"
 	"edgeq/gateway/queue"
 )
@@ -31,9 +32,10 @@ type conn struct {
 	wake    chan struct{} // cap 1: output pending or closing
 	pingsOn atomic.Int32
 
-	subs      map[string]*sub // by sid; guarded by Server.subsMu; bound: cfg.MaxSubscriptions
-	members   map[string]*sub // queue subscriptions by group member ID; guarded by Server.subsMu; bound: as subs
-	memberSeq uint64          // reader goroutine only
+	subs      map[string]*sub      // by sid; guarded by Server.subsMu; bound: cfg.MaxSubscriptions
+	members   map[string]*sub      // queue subscriptions by group member ID; guarded by Server.subsMu; bound: as subs
+	memberSeq uint64               // reader goroutine only
+	jsMembers map[string]*jsMember // pull-consumer members by consumer name; guarded by Server.subsMu; bound: cfg.MaxSubscriptions
 
 	// Scratch for encoding deliveries, guarded by mu.
 	subjBuf, replyBuf, hdrBuf []byte
@@ -67,7 +69,7 @@ func newConn(s *Server, id uint64, nc net.Conn) *conn {
 		ScratchRetain:  16 << 10,
 	})
 	return &conn{s: s, id: id, nc: nc, parser: p, wake: make(chan struct{}, 1), subs: map[string]*sub{},
-		members: map[string]*sub{}, opts: natsproto.ConnectOptions{Echo: true}}
+		members: map[string]*sub{}, jsMembers: map[string]*jsMember{}, opts: natsproto.ConnectOptions{Echo: true}}
 }
 
 func (c *conn) serve() {
@@ -198,7 +200,14 @@ func (c *conn) sendDelivery(sb *sub, d *groups.Delivery) bool {
 	c.mu.Lock()
 	c.subjBuf = append(append(append(c.subjBuf[:0], c.s.cfg.TelemetryPrefix...), '.'), rec.Device...)
 	c.replyBuf = c.replyBuf[:0]
-	if !d.Ack.IsZero() {
+	switch {
+	case d.Ack.IsZero():
+	case c.s.cfg.QueueJSAcks && c.s.cfg.JetStream != nil:
+		q := jsapi.QueueAck{Meta: jsapi.AckMeta{Stream: c.s.cfg.JetStream.Stream(), Consumer: sb.queue, Delivered: d.Deliveries,
+			StreamSeq: jsapi.StreamSeq(d.Partition, d.Offset), ConsumerSeq: d.Offset, Time: rec.Time},
+			Group: d.Ack.Group, Member: []byte(d.Ack.Member), Partition: d.Ack.Partition}
+		c.replyBuf = jsapi.AppendQueueAckSubject(c.replyBuf, &q)
+	default:
 		c.replyBuf = appendAckSubject(c.replyBuf, d.Ack)
 	}
 	c.hdrBuf = appendDeliveryHeader(c.hdrBuf[:0], d)
@@ -334,9 +343,16 @@ func (c *conn) cleanup() {
 	subs := c.subs
 	c.subs = map[string]*sub{}
 	c.members = map[string]*sub{}
+	jsm := make([]*jsMember, 0, len(c.jsMembers))
+	for _, m := range c.jsMembers {
+		jsm = append(jsm, m)
+	}
 	c.s.subsMu.Unlock()
 	for _, sb := range subs {
 		c.s.dropSub(sb)
+	}
+	for _, m := range jsm {
+		c.dropJSMember(m)
 	}
 }
 

@@ -126,20 +126,7 @@ func parseAckSubject(subject []byte) (groups.AckHandle, []byte, error) {
 	return h, f[1], nil
 }
 
-// atou parses a decimal uint64 without allocating; false on anything else.
-func atou(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, true
-}
+var atou = natsproto.ParseUint
 
 func atoi(b []byte) (int, bool) {
 	n, ok := atou(b)
@@ -198,6 +185,11 @@ func (c *conn) handleAck(subject, payload []byte) error {
 	if err != nil {
 		return err
 	}
+	return c.ackMember(h, member, payload)
+}
+
+// ackMember applies payload to delivery h of this connection's member.
+func (c *conn) ackMember(h groups.AckHandle, member, payload []byte) error {
 	kind, delay, err := ParseAckPayload(payload)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"edgeq/gateway/groups"
+	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsproto"
 	"edgeq/wal"
 )
@@ -196,6 +197,16 @@ func (c *conn) handlePub(op *natsproto.Op) {
 		if len(op.Reply) > 0 { // AckSync waits for an answer
 			c.s.publishCore(nil, string(op.Reply), "", nil, nil)
 		}
+	case c.s.cfg.JetStream != nil && bytes.HasPrefix(subject, []byte(jsapi.APIPrefix)):
+		c.handleJSAPI(subject, op.Reply, op.Payload)
+	case c.s.cfg.JetStream != nil && bytes.HasPrefix(subject, []byte(jsapi.AckPrefix)):
+		if err := c.handleJSAck(subject, op.Reply, op.Payload); err != nil {
+			c.s.stats.BadAcks.Add(1)
+			c.s.logger.Debug("JetStream acknowledgement refused", "client", c.id, "subject", string(subject), "err", err)
+		}
+		if len(op.Reply) > 0 && !bytes.HasPrefix(bytes.TrimSpace(op.Payload), []byte("+NXT")) { // AckSync
+			c.s.publishCore(nil, string(op.Reply), "", nil, nil)
+		}
 	case bytes.HasPrefix(subject, []byte(RdyPrefix)):
 		c.handleRdy(string(subject[len(RdyPrefix):]), op.Payload)
 	case c.isTelemetry(subject):
@@ -242,15 +253,43 @@ func (c *conn) handleRdy(sid string, payload []byte) {
 func (c *conn) ingest(op *natsproto.Op) {
 	device := string(op.Subject[len(c.s.cfg.TelemetryPrefix)+1:])
 	reply := string(op.Reply)
+	js := c.s.cfg.JetStream
+	jsPub := false // the publish carries JetStream headers: answer errors in JetStream's shape
+	var jsErr *jsapi.APIError
 	fail := func(err error) {
 		c.s.stats.IngestErrors.Add(1)
 		if reply != "" {
+			if jsPub {
+				c.s.publishCore(nil, reply, "", nil, appendJSAckError(nil, jsErr, err))
+				return
+			}
 			c.s.publishCore(nil, reply, "", nil, appendAckError(nil, err))
 			return
 		}
 		// Without a reply the client hears of it as a (non-fatal) -ERR; nats
 		// clients keep the connection for permission errors only.
 		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q: %v", string(op.Subject), err))
+	}
+	var msgID string
+	if js != nil && op.Kind == natsproto.OpHPub && bytes.Contains(op.Header, []byte("Nats-")) {
+		if h, err := natsproto.ParseHeader(op.Header, natsproto.DefaultHeaderLimits()); err == nil {
+			jsPub = true
+			if v, ok := h.Get("Nats-Expected-Stream"); ok && string(v) != js.Stream() {
+				jsErr = jsapi.Err(400, jsapi.CodeStreamMismatch, "expected stream does not match")
+				fail(errors.New(jsErr.Description))
+				return
+			}
+			for _, k := range []string{"Nats-Expected-Last-Sequence", "Nats-Expected-Last-Subject-Sequence", "Nats-Expected-Last-Msg-Id"} {
+				if _, ok := h.Get(k); ok {
+					jsErr = jsapi.Err(400, jsapi.CodeBadRequest, "edgeq: %s is not supported (the stream is a partitioned log)", k)
+					fail(errors.New(jsErr.Description))
+					return
+				}
+			}
+			if v, ok := h.Get("Nats-Msg-Id"); ok && len(v) > 0 {
+				msgID = string(v)
+			}
+		}
 	}
 	if err := wal.ValidateDeviceID(device); err != nil {
 		c.s.stats.BadDevice.Add(1)
@@ -276,25 +315,65 @@ func (c *conn) ingest(op *natsproto.Op) {
 		}
 	}
 	s := c.s
+	stream := ""
+	if js != nil {
+		stream = js.Stream()
+	}
+	answer := func(pos wal.Position, dup bool) {
+		if reply != "" {
+			s.publishCore(nil, reply, "", nil, appendPubAck(nil, s.cfg.NodeID, pos, stream, dup))
+		}
+	}
+	dedup := s.cfg.Dedup
+	if msgID != "" && dedup != nil {
+		// The key is the device's subject and the ID: JetStream's window is per stream,
+		// and a stream subject names the device.
+		msgID = device + " " + msgID
+		if !dedup.Begin(msgID, func(v any) {
+			if pos, ok := v.(wal.Position); ok {
+				answer(pos, true)
+			} else if reply != "" {
+				s.publishCore(nil, reply, "", nil, appendJSAckError(nil, jsapi.Err(503, jsapi.CodeBadRequest, "first publish of this Nats-Msg-Id failed; retry"), nil))
+			}
+		}) {
+			return
+		}
+	}
 	s.ingest.AppendAsync(rec, func(pos wal.Position, err error) {
 		if err != nil {
+			if msgID != "" && dedup != nil {
+				dedup.Done(msgID, nil)
+			}
 			s.stats.IngestErrors.Add(1)
 			if reply != "" {
-				s.publishCore(nil, reply, "", nil, appendAckError(nil, err))
+				if jsPub {
+					s.publishCore(nil, reply, "", nil, appendJSAckError(nil, nil, err))
+				} else {
+					s.publishCore(nil, reply, "", nil, appendAckError(nil, err))
+				}
 			}
 			return
 		}
-		s.stats.Ingested.Add(1)
-		if reply != "" {
-			s.publishCore(nil, reply, "", nil, appendPubAck(nil, s.cfg.NodeID, pos))
+		if msgID != "" && dedup != nil {
+			dedup.Done(msgID, pos)
 		}
+		s.stats.Ingested.Add(1)
+		answer(pos, false)
 	})
 }
 
-// appendPubAck writes {"node":..,"partition":..,"offset":..,"seq":..}. The
-// node ID has the device-ID alphabet, so it needs no JSON escaping.
-func appendPubAck(dst []byte, node string, pos wal.Position) []byte {
-	dst = append(dst, `{"node":"`...)
+// appendPubAck writes {"node":..,"partition":..,"offset":..,"seq":..}, with
+// JetStream enabled preceded by "stream", "stream_seq" and "duplicate" (so
+// that JetStream clients parse it; their PubAck.Sequence is then edgeq's
+// "seq", the per-device sequence: README, JetStream). The node ID has the
+// device-ID alphabet and stream names are checked, so neither needs JSON
+// escaping.
+func appendPubAck(dst []byte, node string, pos wal.Position, stream string, dup bool) []byte {
+	dst = append(dst, '{')
+	if stream != "" {
+		dst = appendJSPubAck(dst, stream, jsapi.StreamSeq(pos.Partition, pos.Offset), dup)
+	}
+	dst = append(dst, `"node":"`...)
 	dst = append(dst, node...)
 	dst = append(dst, `","partition":`...)
 	dst = strconv.AppendInt(dst, int64(pos.Partition), 10)
@@ -303,6 +382,18 @@ func appendPubAck(dst []byte, node string, pos wal.Position) []byte {
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendUint(dst, pos.Seq, 10)
 	return append(dst, '}')
+}
+
+// appendJSAckError writes a JetStream error answer to a publish; e nil
+// makes a 503 of err.
+func appendJSAckError(dst []byte, e *jsapi.APIError, err error) []byte {
+	if e == nil {
+		e = jsapi.Err(503, jsapi.CodeBadRequest, "%v", err)
+	}
+	b, _ := json.Marshal(struct {
+		Error *jsapi.APIError `json:"error"`
+	}{e})
+	return append(dst, b...)
 }
 
 func appendAckError(dst []byte, err error) []byte {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"edgeq/gateway/groups"
+	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsproto"
 	"edgeq/gateway/tlsconf"
 	"edgeq/internal/backoff"
@@ -55,6 +56,13 @@ type Config struct {
 	TLS               *tlsconf.Store
 	TLSHandshakeFirst bool
 	TLSFallback       time.Duration
+	// JetStream, when set, answers the JetStream API and pull consumers
+	// (gateway/jsapi); Dedup, when set, deduplicates Nats-Msg-Id.
+	JetStream *jsapi.Service
+	Dedup     *jsapi.Dedup
+	// QueueJSAcks gives core queue-group deliveries JetStream-form ack
+	// subjects (jsapi.QueueAck) instead of $EQ.ACK ones.
+	QueueJSAcks bool
 }
 
 // Ingester stores one telemetry message; done runs once, after the record is
@@ -75,15 +83,18 @@ type Server struct {
 	tail   *groups.Tail
 	logger *slog.Logger
 
-	ln      net.Listener
-	auth    atomic.Pointer[auth] // swapped by SetAuth
-	subs    *sublist
-	subsMu  sync.Mutex // guards every conn's subs map
-	mu      sync.Mutex
-	conns   map[uint64]*conn // bound: cfg.MaxConnections
-	nextCID atomic.Uint64
-	closing atomic.Bool
-	wg      sync.WaitGroup
+	ln     net.Listener
+	auth   atomic.Pointer[auth] // swapped by SetAuth
+	subs   *sublist
+	subsMu sync.Mutex // guards every conn's subs map
+	mu     sync.Mutex
+	conns  map[uint64]*conn // bound: cfg.MaxConnections
+	// pushMembers: the server's members of push consumers, by name;
+	// guarded by subsMu; bound: jetstream max_consumers.
+	pushMembers map[string]*jsMember
+	nextCID     atomic.Uint64
+	closing     atomic.Bool
+	wg          sync.WaitGroup
 
 	refusing chan struct{} // refused connections being closed politely; bound: maxRefusing
 
@@ -104,6 +115,7 @@ type Stats struct {
 	IngestErrors     atomic.Uint64
 	BadDevice        atomic.Uint64
 	BadAcks          atomic.Uint64
+	BadPulls         atomic.Uint64 // JetStream pull requests refused (bad JSON, over-limit batch)
 	ForeignAcks      atomic.Uint64 // acks for another connection's member (refused; also in BadAcks)
 	GroupsRefused    atomic.Uint64 // queue subscribes refused: the connection created max_groups_per_connection
 	PermViolations   atomic.Uint64 // publishes and subscribes refused by the user's permissions
@@ -114,10 +126,14 @@ type Stats struct {
 func New(cfg Config, ingest Ingester, queues *groups.Registry, tail *groups.Tail, logger *slog.Logger) *Server {
 	s := &Server{
 		cfg: cfg, ingest: ingest, queues: queues, tail: tail,
-		logger:   logger.With("component", "nats"),
-		subs:     newSublist(),
-		conns:    map[uint64]*conn{},
-		refusing: make(chan struct{}, maxRefusing),
+		logger:      logger.With("component", "nats"),
+		subs:        newSublist(),
+		conns:       map[uint64]*conn{},
+		refusing:    make(chan struct{}, maxRefusing),
+		pushMembers: map[string]*jsMember{},
+	}
+	if cfg.JetStream != nil {
+		cfg.JetStream.SetHooks(s.startPush, s.dropPush)
 	}
 	s.SetAuth(cfg.AuthToken, cfg.Users, cfg.Perms)
 	return s
@@ -271,6 +287,7 @@ func (s *Server) info(c *conn) []byte {
 		AuthRequired: s.authRequired(),
 		TLSRequired:  s.cfg.TLS != nil,
 		ClientID:     c.id,
+		JetStream:    s.cfg.JetStream != nil,
 	}
 	return natsproto.AppendInfo(nil, &info)
 }

@@ -32,6 +32,16 @@ type rig struct {
 
 func newRig(t *testing.T, mutate func(*Config)) *rig {
 	t.Helper()
+	return newRigWith(t, func(_ *rig, c *Config) {
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+}
+
+// newRigWith is newRig with a mutate that sees the log and registry.
+func newRigWith(t *testing.T, mutate func(*rig, *Config)) *rig {
+	t.Helper()
 	o := wal.DefaultOptions()
 	o.Partitions, o.HotPartitions = 2, 1
 	o.FsyncInterval = time.Millisecond
@@ -50,9 +60,7 @@ func newRig(t *testing.T, mutate func(*Config)) *rig {
 		MaxConnections: 64, MaxSubscriptions: 64, MaxPending: 8 << 20, WriteDeadline: 2 * time.Second,
 		PingInterval: time.Minute, MaxPingsOut: 2, AuthTimeout: 2 * time.Second, NodeID: "n1", Version: "0.0.0-test",
 		MaxGroupsPerConn: 8}
-	if mutate != nil {
-		mutate(&cfg)
-	}
+	mutate(r, &cfg)
 	r.s = New(cfg, l, r.reg, tail, quiet())
 	if err := r.s.Start(); err != nil {
 		t.Fatal(err)
