@@ -27,6 +27,7 @@ import (
 	"edgeq/gateway/natsproto"
 	"edgeq/gateway/tlsconf"
 	"edgeq/internal/backoff"
+	"edgeq/internal/connset"
 	"edgeq/wal"
 
 	"golang.org/x/crypto/bcrypt"
@@ -86,15 +87,12 @@ type Server struct {
 	ln     net.Listener
 	auth   atomic.Pointer[auth] // swapped by SetAuth
 	subs   *sublist
-	subsMu sync.Mutex // guards every conn's subs map
-	mu     sync.Mutex
-	conns  map[uint64]*conn // bound: cfg.MaxConnections
+	subsMu sync.Mutex          // guards every conn's subs map
+	conns  *connset.Set[*conn] // bound: cfg.MaxConnections
 	// pushMembers: the server's members of push consumers, by name;
 	// guarded by subsMu; bound: jetstream max_consumers.
 	pushMembers map[string]*jsMember
-	nextCID     atomic.Uint64
 	closing     atomic.Bool
-	wg          sync.WaitGroup
 
 	refusing chan struct{} // refused connections being closed politely; bound: maxRefusing
 
@@ -128,7 +126,7 @@ func New(cfg Config, ingest Ingester, queues *groups.Registry, tail *groups.Tail
 		cfg: cfg, ingest: ingest, queues: queues, tail: tail,
 		logger:      logger.With("component", "nats"),
 		subs:        newSublist(),
-		conns:       map[uint64]*conn{},
+		conns:       connset.New[*conn](cfg.MaxConnections),
 		refusing:    make(chan struct{}, maxRefusing),
 		pushMembers: map[string]*jsMember{},
 	}
@@ -159,8 +157,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("nats: listen %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
-	s.wg.Add(1)
-	go s.acceptLoop()
+	s.conns.Go(s.acceptLoop)
 	s.logger.Info("listening for NATS clients", "addr", ln.Addr().String())
 	return nil
 }
@@ -175,7 +172,6 @@ var acceptRetry = backoff.Policy{Min: 5 * time.Millisecond, Max: time.Second}
 func (s *Server) Counters() *Stats { return &s.stats }
 
 func (s *Server) acceptLoop() {
-	defer s.wg.Done()
 	failures := 0
 	for {
 		nc, err := s.ln.Accept()
@@ -193,9 +189,12 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		failures = 0
-		s.mu.Lock()
-		if len(s.conns) >= s.cfg.MaxConnections {
-			s.mu.Unlock()
+		accepted := func(id uint64) *conn {
+			s.stats.Connections.Add(1)
+			s.stats.TotalConnections.Add(1)
+			return newConn(s, id, nc)
+		}
+		if !s.conns.Serve(accepted, (*conn).serve) {
 			s.stats.Refused.Add(1)
 			// INFO first, as nats-server does: clients read it before the error.
 			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
@@ -216,25 +215,12 @@ func (s *Server) acceptLoop() {
 			default:
 				_ = nc.Close()
 			}
-			continue
 		}
-		c := newConn(s, s.nextCID.Add(1), nc)
-		s.conns[c.id] = c
-		s.mu.Unlock()
-		s.stats.Connections.Add(1)
-		s.stats.TotalConnections.Add(1)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			c.serve()
-		}()
 	}
 }
 
 func (s *Server) removeConn(c *conn) {
-	s.mu.Lock()
-	delete(s.conns, c.id)
-	s.mu.Unlock()
+	s.conns.Remove(c.id)
 	s.stats.Connections.Add(-1)
 }
 
@@ -250,23 +236,10 @@ func (s *Server) StopAccepting() {
 // connection goroutines until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.StopAccepting()
-	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.conns))
-	for _, c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range s.conns.All() {
 		c.close(ClosedServerShutdown, "", nil)
 	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.conns.Wait(ctx)
 }
 
 func (s *Server) info(c *conn) []byte {

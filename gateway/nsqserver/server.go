@@ -12,12 +12,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"edgeq/gateway/groups"
+	"edgeq/internal/backoff"
+	"edgeq/internal/connset"
 	"edgeq/wal"
 )
 
@@ -55,11 +58,8 @@ type Server struct {
 	logger *slog.Logger
 
 	ln      net.Listener
-	mu      sync.Mutex
-	conns   map[uint64]*conn // bound: cfg.MaxConnections
-	nextCID atomic.Uint64
+	conns   *connset.Set[*conn] // bound: cfg.MaxConnections
 	closing atomic.Bool
-	wg      sync.WaitGroup
 
 	stats Stats
 }
@@ -100,7 +100,8 @@ func (s *Stats) Errors() map[string]uint64 {
 
 // New returns a server; Start listens.
 func New(cfg Config, ingest Ingester, queues *groups.Registry, logger *slog.Logger) *Server {
-	return &Server{cfg: cfg, ingest: ingest, queues: queues, logger: logger.With("component", "nsq"), conns: map[uint64]*conn{}}
+	return &Server{cfg: cfg, ingest: ingest, queues: queues, logger: logger.With("component", "nsq"),
+		conns: connset.New[*conn](cfg.MaxConnections)}
 }
 
 // Start listens on cfg.Listen and serves until Shutdown.
@@ -110,8 +111,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("nsq: listen %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
-	s.wg.Add(1)
-	go s.acceptLoop()
+	s.conns.Go(s.acceptLoop)
 	s.logger.Info("listening for NSQ clients", "addr", ln.Addr().String())
 	return nil
 }
@@ -130,13 +130,7 @@ func (s *Server) Counters() *Stats { return &s.stats }
 // Flow is the sum over subscribed connections of their RDY and of their
 // messages in flight.
 func (s *Server) Flow() (rdy, inFlight int64) {
-	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.conns))
-	for _, c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range s.conns.All() {
 		c.mu.Lock()
 		rdy += c.rdy
 		inFlight += int64(len(c.inflight))
@@ -146,46 +140,40 @@ func (s *Server) Flow() (rdy, inFlight int64) {
 }
 
 func (s *Server) acceptLoop() {
-	defer s.wg.Done()
-	backoff := 5 * time.Millisecond
+	failures := 0
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
 			if s.closing.Load() {
 				return
 			}
-			s.logger.Warn("accept", "err", err)
-			time.Sleep(backoff)
-			backoff = min(2*backoff, time.Second)
+			if failures == 0 {
+				s.logger.Warn("accept", "err", err)
+			}
+			time.Sleep(acceptRetry.Delay(failures, rand.Float64()))
+			failures++
 			continue
 		}
-		backoff = 5 * time.Millisecond
-		s.mu.Lock()
-		if len(s.conns) >= s.cfg.MaxConnections {
-			s.mu.Unlock()
+		failures = 0
+		accepted := func(id uint64) *conn {
+			s.stats.Connections.Add(1)
+			s.stats.TotalConnections.Add(1)
+			return newConn(s, id, nc)
+		}
+		if !s.conns.Serve(accepted, (*conn).serve) {
 			s.stats.Refused.Add(1)
 			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
 			_, _ = nc.Write(AppendFrame(nil, FrameError, []byte("E_INVALID too many connections")))
 			_ = nc.Close()
-			continue
 		}
-		c := newConn(s, s.nextCID.Add(1), nc)
-		s.conns[c.id] = c
-		s.mu.Unlock()
-		s.stats.Connections.Add(1)
-		s.stats.TotalConnections.Add(1)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			c.serve()
-		}()
 	}
 }
 
+// acceptRetry paces accepts after an error (out of file descriptors, say).
+var acceptRetry = backoff.Policy{Min: 5 * time.Millisecond, Max: time.Second}
+
 func (s *Server) removeConn(c *conn) {
-	s.mu.Lock()
-	delete(s.conns, c.id)
-	s.mu.Unlock()
+	s.conns.Remove(c.id)
 	s.stats.Connections.Add(-1)
 }
 
@@ -201,23 +189,10 @@ func (s *Server) StopAccepting() {
 // connection goroutines until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.StopAccepting()
-	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.conns))
-	for _, c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range s.conns.All() {
 		c.shut()
 	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.conns.Wait(ctx)
 }
 
 // errClosed: a delivery to a connection that is closing.

@@ -1,0 +1,80 @@
+// Package connset keeps a TCP server's client connections: a bounded table
+// of the live ones, a goroutine each, and a shutdown that waits for them.
+// The NATS and NSQ front ends share it.
+package connset
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Set is the live connections of one server.
+type Set[C any] struct {
+	max   int
+	mu    sync.Mutex
+	conns map[uint64]C // bound: max
+	next  atomic.Uint64
+	wg    sync.WaitGroup
+}
+
+// New returns a set of at most max connections.
+func New[C any](max int) *Set[C] {
+	return &Set[C]{max: max, conns: map[uint64]C{}}
+}
+
+// Serve registers the connection newConn makes with a new ID and runs
+// serve on a goroutine of its own; false, with nothing made, when max
+// connections are open. serve's connection calls Remove when it ends.
+func (s *Set[C]) Serve(newConn func(id uint64) C, serve func(C)) bool {
+	s.mu.Lock()
+	if len(s.conns) >= s.max {
+		s.mu.Unlock()
+		return false
+	}
+	id := s.next.Add(1)
+	c := newConn(id)
+	s.conns[id] = c
+	s.mu.Unlock()
+	s.Go(func() { serve(c) })
+	return true
+}
+
+// Remove forgets connection id.
+func (s *Set[C]) Remove(id uint64) {
+	s.mu.Lock()
+	delete(s.conns, id)
+	s.mu.Unlock()
+}
+
+// All returns the live connections.
+func (s *Set[C]) All() []C {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]C, 0, len(s.conns))
+	for _, c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Go runs f on a goroutine that Wait waits for (an accept loop).
+func (s *Set[C]) Go(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+// Wait waits for every goroutine of Serve and Go, or until ctx ends.
+func (s *Set[C]) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
