@@ -154,6 +154,9 @@ func mustAppend(t *testing.T, in *Ingest, device string) {
 // flowing; the hot device's order holds across the move, a restart and the
 // move back.
 func TestHotDeviceIsolationEndToEnd(t *testing.T) {
+	storedMu.Lock()
+	storedSeq = map[string]uint64{} // a new log: sequences start again (go test -count N)
+	storedMu.Unlock()
 	dir := t.TempDir()
 	w := &hotWorld{t: t, lastSeq: map[string]uint64{}, inFlight: map[string]bool{}, got: map[string]int{}}
 	rig := startHotRig(t, dir, w)

@@ -10,11 +10,9 @@ package natsserver
 import (
 	"context"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"runtime"
 	"strings"
@@ -26,7 +24,6 @@ import (
 	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsproto"
 	"edgeq/gateway/tlsconf"
-	"edgeq/internal/backoff"
 	"edgeq/internal/connset"
 	"edgeq/wal"
 
@@ -157,7 +154,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("nats: listen %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
-	s.conns.Go(s.acceptLoop)
+	s.conns.Accept(ln, s.closing.Load, s.logger, s.accepted, (*conn).serve, s.refuse)
 	s.logger.Info("listening for NATS clients", "addr", ln.Addr().String())
 	return nil
 }
@@ -165,58 +162,38 @@ func (s *Server) Start() error {
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// acceptRetry paces accepts after an error: 5 ms doubling up to 1 s.
-var acceptRetry = backoff.Policy{Min: 5 * time.Millisecond, Max: time.Second}
-
 // Counters returns the server's counters.
 func (s *Server) Counters() *Stats { return &s.stats }
 
-func (s *Server) acceptLoop() {
-	failures := 0
-	for {
-		nc, err := s.ln.Accept()
-		if err != nil {
-			if s.closing.Load() {
-				return
-			}
-			var ne net.Error
-			if !(errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles())) && failures == 0 {
-				s.logger.Error("accept", "err", err)
-			}
-			// Out of file descriptors, say: pace the retries as net/http does.
-			time.Sleep(acceptRetry.Delay(failures, rand.Float64()))
-			failures++
-			continue
-		}
-		failures = 0
-		accepted := func(id uint64) *conn {
-			s.stats.Connections.Add(1)
-			s.stats.TotalConnections.Add(1)
-			return newConn(s, id, nc)
-		}
-		if !s.conns.Serve(accepted, (*conn).serve) {
-			s.stats.Refused.Add(1)
-			// INFO first, as nats-server does: clients read it before the error.
-			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
-			msg := s.info(&conn{})
-			msg = natsproto.AppendErr(msg, "maximum connections exceeded")
-			_, _ = nc.Write(msg)
-			// Let the client's CONNECT arrive before closing, so it reads the
-			// error instead of failing its write: at most 500 ms each and
-			// maxRefusing at once; beyond that, close at once.
-			select {
-			case s.refusing <- struct{}{}:
-				go func() {
-					defer func() { <-s.refusing }()
-					_ = nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-					_, _ = io.Copy(io.Discard, io.LimitReader(nc, 64<<10))
-					_ = nc.Close()
-				}()
-			default:
-				_ = nc.Close()
-			}
-		}
+// refuse answers a connection over max_connections.
+func (s *Server) refuse(nc net.Conn) {
+	s.stats.Refused.Add(1)
+	// INFO first, as nats-server does: clients read it before the error.
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	msg := s.info(&conn{})
+	msg = natsproto.AppendErr(msg, "maximum connections exceeded")
+	_, _ = nc.Write(msg)
+	// Let the client's CONNECT arrive before closing, so it reads the
+	// error instead of failing its write: at most 500 ms each and
+	// maxRefusing at once; beyond that, close at once.
+	select {
+	case s.refusing <- struct{}{}:
+		go func() {
+			defer func() { <-s.refusing }()
+			_ = nc.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+			_, _ = io.Copy(io.Discard, io.LimitReader(nc, 64<<10))
+			_ = nc.Close()
+		}()
+	default:
+		_ = nc.Close()
 	}
+}
+
+// accepted registers a new client connection.
+func (s *Server) accepted(id uint64, nc net.Conn) *conn {
+	s.stats.Connections.Add(1)
+	s.stats.TotalConnections.Add(1)
+	return newConn(s, id, nc)
 }
 
 func (s *Server) removeConn(c *conn) {

@@ -3,12 +3,9 @@ package natsserver
 import (
 	"math/rand/v2"
 	"sync"
-	"syscall"
 
 	"edgeq/gateway/natsproto"
 )
-
-func errTooManyFiles() error { return syscall.EMFILE }
 
 // sublist holds core (not stored) subscriptions. Literal filters are found
 // by map lookup, wildcard ones by a scan; an edge gateway has few of them.

@@ -12,14 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"edgeq/gateway/groups"
-	"edgeq/internal/backoff"
 	"edgeq/internal/connset"
 	"edgeq/wal"
 )
@@ -111,7 +109,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("nsq: listen %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
-	s.conns.Go(s.acceptLoop)
+	s.conns.Accept(ln, s.closing.Load, s.logger, s.accepted, (*conn).serve, s.refuse)
 	s.logger.Info("listening for NSQ clients", "addr", ln.Addr().String())
 	return nil
 }
@@ -139,38 +137,20 @@ func (s *Server) Flow() (rdy, inFlight int64) {
 	return rdy, inFlight
 }
 
-func (s *Server) acceptLoop() {
-	failures := 0
-	for {
-		nc, err := s.ln.Accept()
-		if err != nil {
-			if s.closing.Load() {
-				return
-			}
-			if failures == 0 {
-				s.logger.Warn("accept", "err", err)
-			}
-			time.Sleep(acceptRetry.Delay(failures, rand.Float64()))
-			failures++
-			continue
-		}
-		failures = 0
-		accepted := func(id uint64) *conn {
-			s.stats.Connections.Add(1)
-			s.stats.TotalConnections.Add(1)
-			return newConn(s, id, nc)
-		}
-		if !s.conns.Serve(accepted, (*conn).serve) {
-			s.stats.Refused.Add(1)
-			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
-			_, _ = nc.Write(AppendFrame(nil, FrameError, []byte("E_INVALID too many connections")))
-			_ = nc.Close()
-		}
-	}
+// refuse answers a connection over max_connections.
+func (s *Server) refuse(nc net.Conn) {
+	s.stats.Refused.Add(1)
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = nc.Write(AppendFrame(nil, FrameError, []byte("E_INVALID too many connections")))
+	_ = nc.Close()
 }
 
-// acceptRetry paces accepts after an error (out of file descriptors, say).
-var acceptRetry = backoff.Policy{Min: 5 * time.Millisecond, Max: time.Second}
+// accepted registers a new client connection.
+func (s *Server) accepted(id uint64, nc net.Conn) *conn {
+	s.stats.Connections.Add(1)
+	s.stats.TotalConnections.Add(1)
+	return newConn(s, id, nc)
+}
 
 func (s *Server) removeConn(c *conn) {
 	s.conns.Remove(c.id)

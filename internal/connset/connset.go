@@ -5,8 +5,13 @@ package connset
 
 import (
 	"context"
+	"edgeq/internal/backoff"
+	"log/slog"
+	"math/rand/v2"
+	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Set is the live connections of one server.
@@ -77,4 +82,37 @@ func (s *Set[C]) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// acceptRetry paces accepts after an error (out of file descriptors, say),
+// as net/http's server does: 5 ms doubling up to 1 s, reset by a success.
+var acceptRetry = backoff.Policy{Min: 5 * time.Millisecond, Max: time.Second}
+
+// Accept serves ln on a goroutine Wait waits for, until ln is closed
+// (stopping reports true then): each connection gets its ID from Serve,
+// refuse gets those over max, and an accept error is logged once per run of
+// failures and retried, paced.
+func (s *Set[C]) Accept(ln net.Listener, stopping func() bool, logger *slog.Logger,
+	newConn func(id uint64, nc net.Conn) C, serve func(C), refuse func(nc net.Conn)) {
+	s.Go(func() {
+		failures := 0
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				if stopping() {
+					return
+				}
+				if failures == 0 {
+					logger.Warn("accept failed; retrying", "err", err)
+				}
+				time.Sleep(acceptRetry.Delay(failures, rand.Float64()))
+				failures++
+				continue
+			}
+			failures = 0
+			if !s.Serve(func(id uint64) C { return newConn(id, nc) }, serve) {
+				refuse(nc)
+			}
+		}
+	})
 }
