@@ -89,7 +89,6 @@ type Server struct {
 	// pushMembers: the server's members of push consumers, by name;
 	// guarded by subsMu; bound: jetstream max_consumers.
 	pushMembers map[string]*jsMember
-	closing     atomic.Bool
 
 	refusing chan struct{} // refused connections being closed politely; bound: maxRefusing
 
@@ -154,7 +153,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("nats: listen %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
-	s.conns.Accept(ln, s.closing.Load, s.logger, s.accepted, (*conn).serve, s.refuse)
+	s.conns.Accept(ln, s.logger, s.accepted, (*conn).serve, s.refuse)
 	s.logger.Info("listening for NATS clients", "addr", ln.Addr().String())
 	return nil
 }
@@ -203,9 +202,7 @@ func (s *Server) removeConn(c *conn) {
 
 // StopAccepting closes the listener: no new clients.
 func (s *Server) StopAccepting() {
-	if s.closing.CompareAndSwap(false, true) && s.ln != nil {
-		_ = s.ln.Close()
-	}
+	s.conns.StopAccepting()
 }
 
 // Shutdown stops accepting, closes every connection (their queue members

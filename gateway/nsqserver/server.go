@@ -55,9 +55,8 @@ type Server struct {
 	queues *groups.Registry
 	logger *slog.Logger
 
-	ln      net.Listener
-	conns   *connset.Set[*conn] // bound: cfg.MaxConnections
-	closing atomic.Bool
+	ln    net.Listener
+	conns *connset.Set[*conn] // bound: cfg.MaxConnections
 
 	stats Stats
 }
@@ -109,7 +108,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("nsq: listen %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
-	s.conns.Accept(ln, s.closing.Load, s.logger, s.accepted, (*conn).serve, s.refuse)
+	s.conns.Accept(ln, s.logger, s.accepted, (*conn).serve, s.refuse)
 	s.logger.Info("listening for NSQ clients", "addr", ln.Addr().String())
 	return nil
 }
@@ -159,9 +158,7 @@ func (s *Server) removeConn(c *conn) {
 
 // StopAccepting closes the listener: no new clients.
 func (s *Server) StopAccepting() {
-	if s.closing.CompareAndSwap(false, true) && s.ln != nil {
-		_ = s.ln.Close()
-	}
+	s.conns.StopAccepting()
 }
 
 // Shutdown stops accepting, closes every connection (their members leave

@@ -21,6 +21,10 @@ type Set[C any] struct {
 	conns map[uint64]C // bound: max
 	next  atomic.Uint64
 	wg    sync.WaitGroup
+
+	lnMu     sync.Mutex
+	ln       net.Listener // set by Accept
+	stopping bool         // StopAccepting was called; guarded by lnMu
 }
 
 // New returns a set of at most max connections.
@@ -88,18 +92,25 @@ func (s *Set[C]) Wait(ctx context.Context) error {
 // as net/http's server does: 5 ms doubling up to 1 s, reset by a success.
 var acceptRetry = backoff.Policy{Min: 5 * time.Millisecond, Max: time.Second}
 
-// Accept serves ln on a goroutine Wait waits for, until ln is closed
-// (stopping reports true then): each connection gets its ID from Serve,
-// refuse gets those over max, and an accept error is logged once per run of
-// failures and retried, paced.
-func (s *Set[C]) Accept(ln net.Listener, stopping func() bool, logger *slog.Logger,
+// Accept serves ln on a goroutine Wait waits for, until StopAccepting:
+// each connection gets its ID from Serve, refuse gets those over max, and an
+// accept error is logged once per run of failures and retried, paced.
+func (s *Set[C]) Accept(ln net.Listener, logger *slog.Logger,
 	newConn func(id uint64, nc net.Conn) C, serve func(C), refuse func(nc net.Conn)) {
+	s.lnMu.Lock()
+	s.ln = ln
+	stopped := s.stopping
+	s.lnMu.Unlock()
+	if stopped {
+		_ = ln.Close()
+		return
+	}
 	s.Go(func() {
 		failures := 0
 		for {
 			nc, err := ln.Accept()
 			if err != nil {
-				if stopping() {
+				if s.stopped() {
 					return
 				}
 				if failures == 0 {
@@ -115,4 +126,21 @@ func (s *Set[C]) Accept(ln net.Listener, stopping func() bool, logger *slog.Logg
 			}
 		}
 	})
+}
+
+// StopAccepting closes the listener Accept serves: no new connections.
+// Safe to call more than once, and before Accept.
+func (s *Set[C]) StopAccepting() {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	if !s.stopping && s.ln != nil {
+		_ = s.ln.Close()
+	}
+	s.stopping = true
+}
+
+func (s *Set[C]) stopped() bool {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	return s.stopping
 }

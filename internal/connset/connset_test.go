@@ -2,6 +2,9 @@ package connset
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"net"
 	"testing"
 	"time"
 )
@@ -34,5 +37,43 @@ func TestSetBoundsServesAndWaits(t *testing.T) {
 	}
 	if len(s.All()) != 0 {
 		t.Fatal("connections not removed")
+	}
+}
+
+func TestAcceptServesRefusesAndStops(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New[net.Conn](1)
+	refused := make(chan struct{}, 1)
+	s.Accept(ln, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		func(_ uint64, nc net.Conn) net.Conn { return nc },
+		func(nc net.Conn) { _, _ = io.Copy(io.Discard, nc); nc.Close() },
+		func(nc net.Conn) { nc.Close(); refused <- struct{}{} })
+	first, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(s.All()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	second, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	select {
+	case <-refused:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a connection over max 1 was not refused")
+	}
+	s.StopAccepting()
+	s.StopAccepting() // twice is fine
+	first.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Wait(ctx); err != nil {
+		t.Fatalf("accept loop or connection still running after StopAccepting: %v", err)
 	}
 }
