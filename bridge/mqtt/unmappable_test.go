@@ -67,6 +67,10 @@ func TestUnmappableMessagesAreAckedAndDoNotStall(t *testing.T) {
 			}
 			pahoPublish(t, mq.url(), msgs)
 			waitFor(t, 20*time.Second, "valid messages stored", func() bool { return b.Status().Counters.Stored >= valid })
+			// Every PUBACK handed to paho before the session ends, so the
+			// broker has them (on a loaded machine Stop could come first).
+			waitFor(t, 20*time.Second, "every message acked", func() bool { return b.Status().Counters.Acked >= uint64(len(msgs)) })
+			time.Sleep(200 * time.Millisecond) // paho writes the last PUBACKs
 			if err := b.Stop(5 * time.Second); err != nil {
 				t.Fatal(err)
 			}
