@@ -179,22 +179,14 @@ func ParseCommand(buf []byte, lim Limits, cmd *Command) (int, error) {
 		cmd.Kind = CmdCls
 	case "PUB":
 		cmd.Kind = CmdPub
-		if len(params) < 1 {
-			return 0, fatalf("E_INVALID", "PUB insufficient number of parameters")
-		}
-		cmd.Topic = params[0]
-		if !ValidTopicName(cmd.Topic) {
-			return 0, fatalf("E_BAD_TOPIC", "PUB topic name %q is not valid", cmd.Topic)
+		if err := publishTopic(cmd, params, 1, "PUB"); err != nil {
+			return 0, err
 		}
 		return withBody(buf, n, lim.MaxMsgSize, "E_BAD_MESSAGE", "PUB", cmd)
 	case "DPUB":
 		cmd.Kind = CmdDpub
-		if len(params) < 2 {
-			return 0, fatalf("E_INVALID", "DPUB insufficient number of parameters")
-		}
-		cmd.Topic = params[0]
-		if !ValidTopicName(cmd.Topic) {
-			return 0, fatalf("E_BAD_TOPIC", "DPUB topic name %q is not valid", cmd.Topic)
+		if err := publishTopic(cmd, params, 2, "DPUB"); err != nil {
+			return 0, err
 		}
 		ms, ok := atoi(params[1])
 		if !ok {
@@ -204,12 +196,8 @@ func ParseCommand(buf []byte, lim Limits, cmd *Command) (int, error) {
 		return withBody(buf, n, lim.MaxMsgSize, "E_BAD_MESSAGE", "DPUB", cmd)
 	case "MPUB":
 		cmd.Kind = CmdMpub
-		if len(params) < 1 {
-			return 0, fatalf("E_INVALID", "MPUB insufficient number of parameters")
-		}
-		cmd.Topic = params[0]
-		if !ValidTopicName(cmd.Topic) {
-			return 0, fatalf("E_BAD_TOPIC", "MPUB topic name %q is not valid", cmd.Topic)
+		if err := publishTopic(cmd, params, 1, "MPUB"); err != nil {
+			return 0, err
 		}
 		m, err := withBody(buf, n, lim.MaxBodySize, "E_BAD_BODY", "MPUB", cmd)
 		if m == 0 || err != nil {
@@ -223,6 +211,19 @@ func ParseCommand(buf []byte, lim Limits, cmd *Command) (int, error) {
 		return 0, fatalf("E_INVALID", "invalid command %q", truncate(name, 32))
 	}
 	return n, nil
+}
+
+// publishTopic checks a publishing command's parameter count and sets its
+// topic, with the error texts nsqd gives.
+func publishTopic(cmd *Command, params [][]byte, need int, what string) error {
+	if len(params) < need {
+		return fatalf("E_INVALID", "%s insufficient number of parameters", what)
+	}
+	cmd.Topic = params[0]
+	if !ValidTopicName(cmd.Topic) {
+		return fatalf("E_BAD_TOPIC", "%s topic name %q is not valid", what, cmd.Topic)
+	}
+	return nil
 }
 
 // withBody reads the size-prefixed body after the command line at buf[n:].
