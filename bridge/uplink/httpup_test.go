@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"edgeq/gateway/groups"
 )
@@ -36,6 +37,10 @@ func TestHTTPSUplink(t *testing.T) {
 	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
 	cfg := testConfig()
 	cfg.Type, cfg.CAFile, cfg.HTTP.URL = TypeHTTP, ca, srv.URL
+	// A loaded CI machine under -race took more than testConfig's 1 s for a
+	// TLS handshake; the refusal below must come from the certificate, not
+	// from a timeout.
+	cfg.Timeout = 30 * time.Second
 	ack := &fakeAcker{}
 	u, err := Open(cfg, "gw", ack, quiet)
 	if err != nil {
