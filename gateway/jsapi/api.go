@@ -84,6 +84,9 @@ type Hooks struct {
 	// end's own (a JetStream member), which a delete may drop; any other
 	// (a core NATS, NSQ or uplink member) makes the delete refused.
 	Owned func(groups.Member) bool
+	// Waiting counts a consumer's pull requests outstanding (CONSUMER.INFO
+	// num_waiting). Called with the lock.
+	Waiting func(*Consumer) int
 }
 
 // SetHooks tells the front end of consumers created and deleted. Call

@@ -278,6 +278,9 @@ func (s *Service) info(c *Consumer) jetstream.ConsumerInfo {
 		ci.Delivered.Consumer = gs.Core.Delivered
 		ci.AckFloor.Consumer = gs.Core.Acked + gs.Core.Terms
 	}
+	if s.hooks.Waiting != nil {
+		ci.NumWaiting = s.hooks.Waiting(c)
+	}
 	return ci
 }
 

@@ -549,6 +549,7 @@ func (s *Server) jsHooks() jsapi.Hooks {
 	return jsapi.Hooks{
 		Created: s.startPush,
 		Deleted: s.consumerDeleted,
+		Waiting: s.waitingPulls,
 		Owned: func(m groups.Member) bool {
 			_, ok := m.(*jsMember)
 			return ok
@@ -567,20 +568,38 @@ func (s *Server) consumerDeleted(cons *jsapi.Consumer) {
 	} else {
 		s.subsMu.Unlock()
 	}
-	for _, c := range s.conns.All() {
-		s.subsMu.Lock()
-		m := c.jsMembers[cons.Name]
-		s.subsMu.Unlock()
-		if m == nil || m.cons != cons {
-			continue
-		}
+	for _, m := range s.pullMembers(cons) {
 		m.mu.Lock()
 		pulls := m.pulls
 		m.pulls = nil
 		m.mu.Unlock()
-		c.dropJSMember(m)
+		m.c.dropJSMember(m)
 		for _, p := range pulls {
 			s.sendStatus(p.reply, 409, "Consumer Deleted", p.left, p.leftBytes)
 		}
 	}
+}
+
+// waitingPulls counts the pull requests outstanding at cons.
+func (s *Server) waitingPulls(cons *jsapi.Consumer) int {
+	n := 0
+	for _, m := range s.pullMembers(cons) {
+		m.mu.Lock()
+		n += len(m.pulls)
+		m.mu.Unlock()
+	}
+	return n
+}
+
+// pullMembers are the connections' members of cons.
+func (s *Server) pullMembers(cons *jsapi.Consumer) []*jsMember {
+	var ms []*jsMember
+	for _, c := range s.conns.All() {
+		s.subsMu.Lock()
+		if m := c.jsMembers[cons.Name]; m != nil && m.cons == cons {
+			ms = append(ms, m)
+		}
+		s.subsMu.Unlock()
+	}
+	return ms
 }
