@@ -379,3 +379,46 @@ func TestJetStreamStartPolicies(t *testing.T) {
 		t.Fatalf("by_start_time without a time: %v", err)
 	}
 }
+
+// TestJetStreamLegacyEphemeralSubscribe: the legacy API's js.Subscribe
+// without a durable creates an ephemeral push consumer (CONSUMER.CREATE
+// without a name) and deletes it on Unsubscribe.
+func TestJetStreamLegacyEphemeralSubscribe(t *testing.T) {
+	r := newJSRig(t)
+	nc := r.connect(t)
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := js.Publish(fmt.Sprintf("telemetry.l%d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(chan string, 10)
+	sub, err := js.Subscribe("telemetry.>", func(m *nats.Msg) {
+		_ = m.Ack()
+		got <- m.Subject
+	}, nats.DeliverAll(), nats.ManualAck())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		select {
+		case <-got:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("ephemeral push consumer: %d of 5", i)
+		}
+	}
+	info, err := sub.ConsumerInfo()
+	if err != nil || info.Config.Durable != "" || r.js().Consumers() != 1 {
+		t.Fatalf("ephemeral consumer %+v %v", info, err)
+	}
+	if err := sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the consumer to be deleted", 30*time.Second, func() bool { return r.js().Consumers() == 0 })
+	if r.hasGroup(info.Name) {
+		t.Fatalf("group of the deleted ephemeral: %+v", r.reg.Stats())
+	}
+}
