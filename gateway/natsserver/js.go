@@ -168,8 +168,12 @@ func (c *conn) handleNext(stream, name, reply string, body []byte) {
 		return
 	}
 	if now, _ := js.Lookup(stream, name); now != cons {
-		// Deleted while this member joined: its hook may have run before.
+		// Deleted while this member joined: its hook may have run before,
+		// and the join may have made the group anew.
 		c.dropJSMember(m)
+		if now == nil {
+			_ = c.s.queues.Remove(cons.Key, isJSMember)
+		}
 		c.s.sendStatus(reply, 409, "Consumer Deleted", 0, 0)
 		return
 	}
@@ -544,16 +548,20 @@ func (s *Server) hasInterest(subject string) bool {
 	return s.subs.match(subject, func(*sub) bool { return false }) > 0
 }
 
+// isJSMember reports whether m is a JetStream member (a connection's pull
+// member or a push consumer's).
+func isJSMember(m groups.Member) bool {
+	_, ok := m.(*jsMember)
+	return ok
+}
+
 // jsHooks are the server's part in consumers' lives (jsapi.Hooks).
 func (s *Server) jsHooks() jsapi.Hooks {
 	return jsapi.Hooks{
 		Created: s.startPush,
 		Deleted: s.consumerDeleted,
 		Waiting: s.waitingPulls,
-		Owned: func(m groups.Member) bool {
-			_, ok := m.(*jsMember)
-			return ok
-		},
+		Owned:   isJSMember,
 	}
 }
 
