@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -291,5 +292,52 @@ func TestJetStreamConsumerFileCorrupt(t *testing.T) {
 	n.start()
 	if out := run("consumer", "ls", "TELEMETRY"); !strings.Contains(out, "again") {
 		t.Fatalf("new consumer not kept after the corrupt file:\n%s", out)
+	}
+}
+
+// TestJetStreamEphemeralExpires: an ephemeral consumer of nats.go's
+// jetstream package consumes, and once unused for its inactive_threshold
+// (the default) it is removed with its queue group and counted.
+func TestJetStreamEphemeralExpires(t *testing.T) {
+	n := newNode(t, "")
+	n.start()
+	nc, js := jsConnect(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for i := range 8 {
+		pubSeq(t, nc, fmt.Sprintf("telemetry.eph-%d", i%3), fmt.Sprintf("e%d", i))
+	}
+	// No inactive_threshold: an ephemeral's default, 5 s.
+	c, err := js.CreateConsumer(ctx, "TELEMETRY", jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := c.CachedInfo().Name
+	if th := c.CachedInfo().Config.InactiveThreshold; th != 5*time.Second {
+		t.Fatalf("inactive_threshold %v, want the default 5s", th)
+	}
+	got := map[string]bool{}
+	for deadline := time.Now().Add(60 * time.Second); len(got) < 8 && time.Now().Before(deadline); {
+		b, err := c.Fetch(8, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range b.Messages() {
+			got[string(m.Data())] = true
+			if err := m.DoubleAck(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(got) != 8 {
+		t.Fatalf("ephemeral consumer got %d of 8", len(got))
+	}
+	waitFor(t, "the unused ephemeral to be removed", 60*time.Second, func() bool {
+		_, err := js.Consumer(ctx, "TELEMETRY", name)
+		return errors.Is(err, jetstream.ErrConsumerNotFound)
+	})
+	_, has := groupLag(statusJSON(t, n, ""), name)
+	if v := scrapeMetrics(t, n, ""); has || v["edgeq_jetstream_consumers_expired_total"] != 1 {
+		t.Fatalf("after expiry: group listed %v, expired_total %v", has, v["edgeq_jetstream_consumers_expired_total"])
 	}
 }
