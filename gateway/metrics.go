@@ -121,7 +121,8 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 	cs := n.nats.Counters()
 	if n.js != nil {
 		s.JetStream = metrics.JetStreamStats{Enabled: true, APICalls: n.js.Total.Load(), APIErrors: n.js.Errors.Load(),
-			Consumers: n.js.Consumers(), BadPulls: cs.BadPulls.Load()}
+			Consumers: n.js.Consumers(), BadPulls: cs.BadPulls.Load(),
+			ConsumersDeleted: n.js.Deleted.Load(), ConsumersExpired: n.js.Expired.Load()}
 		if n.dedup != nil {
 			s.JetStream.MsgIDs, s.JetStream.MaxMsgIDs = n.dedup.Len(), n.cfg.JetStream.MaxMsgIDs
 			s.JetStream.Duplicates, s.JetStream.MsgIDsEvicted = n.dedup.Duplicates.Load(), n.dedup.Evicted.Load()

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,7 +145,8 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	if j := cfg.JetStream; j.Enabled {
 		js = jsapi.NewService(jsapi.Config{Stream: j.Stream, Prefix: cfg.NATS.TelemetryPrefix, MaxConsumers: j.MaxConsumers,
 			DuplicateWindow: j.DuplicateWindow, MaxBytes: int64(cfg.WAL.MaxBytes), MaxAge: cfg.WAL.MaxAge,
-			Defaults: queueConfig(cfg, config.Group{})}, l, n.queues)
+			Defaults: queueConfig(cfg, config.Group{}), StateFile: filepath.Join(cfg.DataDir, "jetstream-consumers.json"),
+			Clustered: cfg.Cluster.Name != "", Logger: logger}, l, n.queues)
 		if j.DuplicateWindow > 0 {
 			dedup = jsapi.NewDedup(j.DuplicateWindow, j.MaxMsgIDs, nil)
 		}
@@ -176,6 +178,13 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		TLSHandshakeFirst: cfg.NATS.TLS.HandshakeFirst,
 		TLSFallback:       cfg.NATS.TLS.HandshakeFirstFallback,
 	}, n.ingest, n.queues, n.tail, logger)
+	if js != nil {
+		// After the server set its hooks: push consumers get its members.
+		if err := js.Restore(); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("jetstream consumers: %w", err)
+		}
+	}
 	if nc := cfg.NSQ; nc.Listen != "" {
 		n.nsq = nsqserver.New(nsqserver.Config{
 			Listen:            nc.Listen,
@@ -295,6 +304,9 @@ func (n *Node) Start() error {
 	n.goBackground(func() { n.tail.Run(ctx) })
 	n.goBackground(func() { n.ingest.runHot(ctx) })
 	n.goBackground(func() { n.expireGroups(ctx) })
+	if n.js != nil {
+		n.goBackground(func() { n.js.Run(ctx) })
+	}
 	if err := n.nats.Start(); err != nil {
 		n.Shutdown(time.Second)
 		return err

@@ -39,6 +39,10 @@ type GroupConfig struct {
 	Key      GroupKey
 	Core     queue.Config
 	Declared bool
+	// Start, when set, places a new group (no positions stored) in local
+	// partition p instead of Core.Deliver: the offset it has finished, so
+	// delivery starts after it (see startAt).
+	Start func(partition int) uint64
 }
 
 // Config configures the registry.
@@ -261,6 +265,9 @@ func (r *Registry) recordStart(g *group) (bool, error) {
 		off := r.log.First(p) - 1 // deliver: all, or a partition the group never committed
 		if !known && g.cfg.Core.Deliver == queue.DeliverNew {
 			off = r.log.Durable(p)
+		}
+		if !known && g.cfg.Start != nil {
+			off = r.startAt(p, g.cfg.Start(p))
 		}
 		if err := r.log.Offsets().Commit(g.consumer, p, off); err != nil {
 			return known, err

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,11 +34,20 @@ type Config struct {
 	MaxAge          time.Duration
 	// Defaults is the core configuration a consumer's group starts from.
 	Defaults queue.Config
+	// StateFile keeps the consumer definitions across restarts
+	// (<data_dir>/jetstream-consumers.json); empty: not kept.
+	StateFile string
+	// Clustered: the node is in a cluster, where a group lives on every
+	// node: CONSUMER.DELETE only forgets the name, and consumers that
+	// expire (ephemeral, inactive_threshold) are refused.
+	Clustered bool
+	Logger    *slog.Logger // nil: slog.Default()
 }
 
 // Registry is what the API needs of gateway/groups.
 type Registry interface {
 	Declare(gc groups.GroupConfig) error
+	Remove(key groups.GroupKey, owned func(groups.Member) bool) error
 	Stats() []groups.GroupStats
 }
 
@@ -54,16 +63,35 @@ type Service struct {
 	consumers map[string]*Consumer // bound: cfg.MaxConsumers
 
 	Total, Errors atomic.Uint64 // API calls, and those answered with an error
+	// Deleted counts consumers deleted by CONSUMER.DELETE, Expired those
+	// removed after their inactive_threshold.
+	Deleted, Expired atomic.Uint64
 
-	onCreate func(*Consumer) // set once by SetHooks, before use
-	onDelete func(name string)
+	hooks  Hooks // set once by SetHooks, before use
+	logger *slog.Logger
 }
 
-// SetHooks tells the front end of consumers created and deleted (push
-// consumers have a member of the server's own). Call before serving.
-func (s *Service) SetHooks(created func(*Consumer), deleted func(name string)) {
-	s.onCreate, s.onDelete = created, deleted
+// Hooks are the front end's part in a consumer's life.
+type Hooks struct {
+	// Created learns of a consumer created or restored (a push consumer
+	// has a member of the server's own). Called with the Service's lock.
+	Created func(*Consumer)
+	// Deleted learns of a consumer deleted or expired, after its queue
+	// group was removed: the front end drops its members and ends their
+	// waiting pull requests. Called without the lock.
+	Deleted func(*Consumer)
+	// Owned reports whether a member of a consumer's group is the front
+	// end's own (a JetStream member), which a delete may drop; any other
+	// (a core NATS, NSQ or uplink member) makes the delete refused.
+	Owned func(groups.Member) bool
+	// Waiting counts a consumer's pull requests outstanding (CONSUMER.INFO
+	// num_waiting). Called with the lock.
+	Waiting func(*Consumer) int
 }
+
+// SetHooks tells the front end of consumers created and deleted. Call
+// before serving and before Restore.
+func (s *Service) SetHooks(h Hooks) { s.hooks = h }
 
 // Consumer is a JetStream consumer: a queue group with a name.
 type Consumer struct {
@@ -71,6 +99,11 @@ type Consumer struct {
 	Config  jetstream.ConsumerConfig
 	Key     groups.GroupKey
 	Created time.Time
+	// Ephemeral: created without a durable name; like a durable with an
+	// inactive_threshold, it is removed once inactive that long.
+	Ephemeral bool
+
+	active time.Time // last sign of use; guarded by Service.mu
 }
 
 // NewService returns the API over l and reg.
@@ -78,7 +111,12 @@ func NewService(cfg Config, l *wal.Log, reg Registry) *Service {
 	if cfg.MaxConsumers <= 0 {
 		cfg.MaxConsumers = 64
 	}
-	return &Service{cfg: cfg, log: l, reg: reg, created: time.Now().UTC(), now: time.Now, consumers: map[string]*Consumer{}}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Service{cfg: cfg, log: l, reg: reg, created: time.Now().UTC(), now: time.Now, consumers: map[string]*Consumer{},
+		logger: logger.With("component", "jetstream")}
 }
 
 // Consumers is the number of consumers.
@@ -200,8 +238,8 @@ func (s *Service) handle(api string, body []byte) ([]byte, *APIError) {
 		if tok[2] != s.cfg.Stream {
 			return nil, errStreamNotFound
 		}
-		if !s.deleteConsumer(tok[3]) {
-			return nil, errConsumerNotFound
+		if e := s.deleteConsumer(tok[3]); e != nil {
+			return nil, e
 		}
 		return marshal("consumer_delete_response", map[string]any{"success": true}), nil
 	case len(tok) >= 2 && tok[0] == "STREAM" && (tok[1] == "CREATE" || tok[1] == "UPDATE" || tok[1] == "DELETE" || tok[1] == "PURGE"):
@@ -278,183 +316,6 @@ func (s *Service) recordTime(p int, off uint64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, b.Entries[0].Record.Time).UTC()
-}
-
-// createConsumer declares the consumer's queue group: the group
-// (<filter>, <name>) is the same one a core `SUB <filter> <name>` joins.
-func (s *Service) createConsumer(stream, name string, body []byte, durable bool) ([]byte, *APIError) {
-	if stream != s.cfg.Stream {
-		return nil, errStreamNotFound
-	}
-	var req struct {
-		Stream string          `json:"stream_name"`
-		Config json.RawMessage `json:"config"`
-		Action string          `json:"action"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, Err(400, CodeInvalidJSON, "invalid JSON: %v", err)
-	}
-	var raw struct {
-		AckPolicy *string `json:"ack_policy"`
-	}
-	var cc jetstream.ConsumerConfig
-	if len(req.Config) == 0 {
-		return nil, Err(400, CodeBadRequest, "consumer config missing")
-	}
-	if err := json.Unmarshal(req.Config, &cc); err != nil {
-		return nil, Err(400, CodeInvalidJSON, "invalid JSON: %v", err)
-	}
-	_ = json.Unmarshal(req.Config, &raw)
-	if raw.AckPolicy != nil && *raw.AckPolicy != "explicit" {
-		return nil, Err(400, CodeConsumerCreate, "edgeq: ack_policy %q is not supported, only \"explicit\" (every message is acknowledged)", *raw.AckPolicy)
-	}
-	if name == "" {
-		name = cc.Durable
-	}
-	if name == "" {
-		name = cc.Name
-	}
-	if name == "" {
-		return nil, Err(400, CodeConsumerCreate, "edgeq: consumers are durable: give a name (ephemeral consumers are not supported)")
-	}
-	if !ValidName(name) || cc.Durable != "" && cc.Durable != name || cc.Name != "" && cc.Name != name {
-		return nil, Err(400, CodeConsumerCreate, "consumer name %q invalid or not the one in the subject", name)
-	}
-	cc.Name, cc.Durable, cc.AckPolicy = name, name, jetstream.AckExplicitPolicy
-	if cc.DeliverSubject != "" && (strings.ContainsAny(cc.DeliverSubject, "*> \t") || strings.HasPrefix(cc.DeliverSubject, s.cfg.Prefix+".")) {
-		return nil, Err(400, CodeConsumerCreate, "deliver_subject %q invalid (no wildcards, not within the stream)", cc.DeliverSubject)
-	}
-	if cc.FlowControl || cc.IdleHeartbeat > 0 {
-		return nil, Err(400, CodeConsumerCreate, "edgeq: flow_control and idle_heartbeat of push consumers are not supported")
-	}
-	filter := s.cfg.Prefix + ".>"
-	if len(cc.FilterSubjects) > 0 {
-		return nil, Err(400, CodeConsumerCreate, "edgeq: filter_subjects is not supported; use filter_subject")
-	}
-	if cc.FilterSubject != "" {
-		if !groups.IsTelemetryFilter(cc.FilterSubject, s.cfg.Prefix) {
-			return nil, Err(400, CodeConsumerCreate, "filter_subject %q is not within the stream's subjects %s.>", cc.FilterSubject, s.cfg.Prefix)
-		}
-		filter = cc.FilterSubject
-	}
-	core := s.cfg.Defaults
-	switch cc.DeliverPolicy {
-	case jetstream.DeliverAllPolicy:
-		core.Deliver = queue.DeliverAll
-	case jetstream.DeliverNewPolicy:
-		core.Deliver = queue.DeliverNew
-	default:
-		return nil, Err(400, CodeConsumerCreate, "edgeq: deliver_policy %v is not supported (all, new)", cc.DeliverPolicy)
-	}
-	if cc.AckWait > 0 {
-		core.AckWait = cc.AckWait
-	}
-	cc.AckWait = core.AckWait
-	if cc.MaxDeliver > 0 {
-		core.MaxDeliver = cc.MaxDeliver
-	}
-	cc.MaxDeliver = core.MaxDeliver
-	if cc.MaxAckPending > 0 {
-		core.MaxInFlight = cc.MaxAckPending
-	}
-	cc.MaxAckPending = core.MaxInFlight
-	if cc.MaxRequestBatch <= 0 || cc.MaxRequestBatch > MaxRequestBatch {
-		cc.MaxRequestBatch = MaxRequestBatch
-	}
-	cc.Replicas = 1
-	key := groups.GroupKey{Filter: filter, Queue: name}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.consumers[name]; ok {
-		if req.Action == "create" && old.Config.FilterSubject != cc.FilterSubject {
-			return nil, Err(400, 10148, "consumer already exists")
-		}
-		if old.Key != key {
-			return nil, Err(400, CodeConsumerCreate, "edgeq: a consumer's filter_subject cannot change")
-		}
-		return marshal("consumer_create_response", s.info(old)), nil
-	}
-	if req.Action == "update" {
-		return nil, Err(404, 10149, "consumer does not exist")
-	}
-	if len(s.consumers) >= s.cfg.MaxConsumers {
-		return nil, Err(400, CodeMaxConsumers, "maximum consumers limit reached (%d)", s.cfg.MaxConsumers)
-	}
-	if err := s.reg.Declare(groups.GroupConfig{Key: key, Core: core}); err != nil {
-		return nil, Err(500, CodeConsumerCreate, "create consumer %s: %v", name, err)
-	}
-	c := &Consumer{Name: name, Config: cc, Key: key, Created: s.now().UTC()}
-	s.consumers[name] = c
-	if s.onCreate != nil {
-		s.onCreate(c)
-	}
-	return marshal("consumer_create_response", s.info(c)), nil
-}
-
-// Lookup returns consumer name of stream.
-func (s *Service) Lookup(stream, name string) (*Consumer, *APIError) {
-	if stream != s.cfg.Stream {
-		return nil, errStreamNotFound
-	}
-	s.mu.Lock()
-	c := s.consumers[name]
-	s.mu.Unlock()
-	if c == nil {
-		return nil, errConsumerNotFound
-	}
-	return c, nil
-}
-
-func (s *Service) consumerNames() []string {
-	s.mu.Lock()
-	names := make([]string, 0, len(s.consumers))
-	for n := range s.consumers {
-		names = append(names, n)
-	}
-	s.mu.Unlock()
-	sort.Strings(names)
-	return names
-}
-
-func (s *Service) consumerInfo(name string) (jetstream.ConsumerInfo, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.consumers[name]
-	if c == nil {
-		return jetstream.ConsumerInfo{}, false
-	}
-	return s.info(c), true
-}
-
-// info is c's state from its group's statistics. Called with mu.
-func (s *Service) info(c *Consumer) jetstream.ConsumerInfo {
-	ci := jetstream.ConsumerInfo{Stream: s.cfg.Stream, Name: c.Name, Created: c.Created, Config: c.Config, TimeStamp: s.now().UTC()}
-	for _, gs := range s.reg.Stats() {
-		if gs.Key != c.Key {
-			continue
-		}
-		ci.NumAckPending = gs.Core.InFlight
-		ci.NumPending = uint64(gs.Core.Pending)
-		ci.Delivered.Consumer = gs.Core.Delivered
-		ci.AckFloor.Consumer = gs.Core.Acked + gs.Core.Terms
-	}
-	return ci
-}
-
-// deleteConsumer forgets the consumer. Its queue group stays declared
-// (with its offsets) until the node restarts: edgeq's groups have no
-// removal on demand yet.
-func (s *Service) deleteConsumer(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.consumers[name]; !ok {
-		return false
-	}
-	delete(s.consumers, name)
-	if s.onDelete != nil {
-		s.onDelete(name)
-	}
-	return true
 }
 
 // NextRequest is a pull request (CONSUMER.MSG.NEXT).

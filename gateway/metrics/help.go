@@ -251,6 +251,8 @@ var help = map[string]string{
 	"edgeq_jetstream_api_requests_total":              "JetStream API requests answered ($JS.API.*, pull requests aside).",
 	"edgeq_jetstream_bad_pulls_total":                 "Pull requests refused with a 409 (bad JSON, batch over the limit).",
 	"edgeq_jetstream_consumers":                       "JetStream consumers defined (each is a queue group).",
+	"edgeq_jetstream_consumers_deleted_total":         "JetStream consumers deleted by CONSUMER.DELETE.",
+	"edgeq_jetstream_consumers_expired_total":         "JetStream consumers (ephemeral, or with an inactive_threshold) removed after that long without use.",
 	"edgeq_jetstream_duplicates_total":                "Publishes not stored because their Nats-Msg-Id was in the duplicate window.",
 	"edgeq_jetstream_max_msg_ids":                     "Bound of the Nats-Msg-Id table (jetstream.max_msg_ids).",
 	"edgeq_jetstream_msg_ids":                         "Nats-Msg-Id values held in the duplicate window.",

@@ -107,12 +107,15 @@ type NSQStats struct {
 
 // JetStreamStats describe the JetStream API (all zero when it is off).
 type JetStreamStats struct {
-	Enabled                   bool
-	APICalls, APIErrors       uint64
-	Consumers                 int
-	BadPulls                  uint64 // pull requests refused
-	MsgIDs, MaxMsgIDs         int    // Nats-Msg-Id values held for deduplication, and their bound
-	Duplicates, MsgIDsEvicted uint64
+	Enabled             bool
+	APICalls, APIErrors uint64
+	Consumers           int
+	// ConsumersDeleted by CONSUMER.DELETE, ConsumersExpired after their
+	// inactive_threshold (ephemeral ones).
+	ConsumersDeleted, ConsumersExpired uint64
+	BadPulls                           uint64 // pull requests refused
+	MsgIDs, MaxMsgIDs                  int    // Nats-Msg-Id values held for deduplication, and their bound
+	Duplicates, MsgIDsEvicted          uint64
 }
 
 // ReasonCount is one labelled count.

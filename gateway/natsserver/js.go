@@ -22,6 +22,10 @@ import (
 const (
 	maxPullsPerMember = 64    // outstanding pull requests of one member
 	maxAckTable       = 16384 // bound of a member's cseq -> handle table
+	// interestEvery: how often a member checks that its pull requests'
+	// requesters still listen (a request whose inbox is gone is forgotten,
+	// as nats-server does, within about twice this).
+	interestEvery = 200 * time.Millisecond
 )
 
 // handleJSAPI answers a $JS.API publish on its reply subject.
@@ -88,7 +92,8 @@ type jsMember struct {
 	cseq   uint64
 	credit int
 	closed bool
-	hdr    []byte // scratch, under mu
+	hdr    []byte    // scratch, under mu
+	looked time.Time // last interest check of the pull requests, under mu
 }
 
 // member returns the connection's member of consumer cons, joining the
@@ -162,6 +167,16 @@ func (c *conn) handleNext(stream, name, reply string, body []byte) {
 		c.s.sendStatus(reply, 409, err.Error(), 0, 0)
 		return
 	}
+	if now, _ := js.Lookup(stream, name); now != cons {
+		// Deleted while this member joined: its hook may have run before,
+		// and the join may have made the group anew.
+		c.dropJSMember(m)
+		if now == nil {
+			_ = c.s.queues.Remove(cons.Key, isJSMember)
+		}
+		c.s.sendStatus(reply, 409, "Consumer Deleted", 0, 0)
+		return
+	}
 	now := time.Now()
 	p := &pull{reply: reply, left: req.Batch, leftBytes: req.MaxBytes, hb: req.Heartbeat, lastSent: now}
 	switch {
@@ -217,10 +232,18 @@ func (m *jsMember) housekeep(now time.Time) {
 	}
 	var out []status
 	m.mu.Lock()
+	// Requesters that stopped listening (an unsubscribed inbox) are
+	// forgotten; a push consumer looks at its deliver subject.
+	look := now.Sub(m.looked) >= interestEvery
+	if look {
+		m.looked = now
+	}
+	interest := !m.push || m.s.hasInterest(m.pulls[0].reply)
 	keep := m.pulls[:0]
 	for _, p := range m.pulls {
 		switch {
 		case p.left <= 0 && !m.push:
+		case look && !m.push && !m.s.hasInterest(p.reply):
 		case !p.expires.IsZero() && now.After(p.expires):
 			code, desc := 408, "Request Timeout"
 			if p.noWait {
@@ -246,10 +269,17 @@ func (m *jsMember) housekeep(now time.Time) {
 	for _, p := range m.pulls {
 		want += p.left
 	}
+	var release []groups.AckHandle
 	if m.push {
-		want = m.maxAck
-		if m.s.subs.match(m.pulls[0].reply, func(*sub) bool { return false }) == 0 && len(m.held) > 0 {
-			want = 0 // nobody listens: take no more until someone does
+		// Credit only while someone listens on the deliver subject; what
+		// came after the last one left goes back to the group at once (a
+		// held message would stall a shutdown for its whole timeout).
+		want = 0
+		if interest {
+			want = m.maxAck
+		}
+		if !interest {
+			release = m.releaseHeldLocked(release)
 		}
 	}
 	cut := now.Add(-m.ackWait)
@@ -265,9 +295,32 @@ func (m *jsMember) housekeep(now time.Time) {
 	for _, s := range out {
 		m.s.sendStatus(s.reply, s.code, s.desc, s.left, s.bytes)
 	}
+	for _, h := range release {
+		_ = m.s.queues.Ack(groups.Ack{Handle: h, Kind: groups.AckNak})
+	}
 	if change {
 		_ = m.s.queues.SetCredit(m.cons.Key, m.id, want)
 	}
+	if want > 0 && m.cons.Expires() {
+		m.s.cfg.JetStream.Touch(m.cons, now)
+	}
+}
+
+// releaseHeldLocked empties the held messages and returns their handles
+// (to be nak'd, so that they go to the group again). Called with mu.
+func (m *jsMember) releaseHeldLocked(hs []groups.AckHandle) []groups.AckHandle {
+	for i := range m.held {
+		s := &m.table[m.held[i].cseq%uint64(len(m.table))]
+		if s.cseq == m.held[i].cseq {
+			h := s.h
+			h.Member = m.gid
+			hs = append(hs, h)
+			*s = ackSlot{}
+		}
+		m.held[i] = heldMsg{}
+	}
+	m.held = m.held[:0]
+	return hs
 }
 
 // Deliver encodes d for the oldest pull request that wants it. It never
@@ -479,17 +532,6 @@ func (s *Server) startPush(cons *jsapi.Consumer) {
 	go m.loop()
 }
 
-// dropPush stops the push member of consumer name, if any.
-func (s *Server) dropPush(name string) {
-	s.subsMu.Lock()
-	m := s.pushMembers[name]
-	delete(s.pushMembers, name)
-	s.subsMu.Unlock()
-	if m != nil {
-		s.stopPush(m)
-	}
-}
-
 func (s *Server) stopPush(m *jsMember) {
 	m.mu.Lock()
 	closed := m.closed
@@ -499,4 +541,73 @@ func (s *Server) stopPush(m *jsMember) {
 		close(m.stop)
 		s.queues.Leave(m.cons.Key, m.id)
 	}
+}
+
+// hasInterest reports whether anyone subscribes to subject.
+func (s *Server) hasInterest(subject string) bool {
+	return s.subs.match(subject, func(*sub) bool { return false }) > 0
+}
+
+// isJSMember reports whether m is a JetStream member (a connection's pull
+// member or a push consumer's).
+func isJSMember(m groups.Member) bool {
+	_, ok := m.(*jsMember)
+	return ok
+}
+
+// jsHooks are the server's part in consumers' lives (jsapi.Hooks).
+func (s *Server) jsHooks() jsapi.Hooks {
+	return jsapi.Hooks{
+		Created: s.startPush,
+		Deleted: s.consumerDeleted,
+		Waiting: s.waitingPulls,
+		Owned:   isJSMember,
+	}
+}
+
+// consumerDeleted drops every member of cons, deleted or expired: waiting
+// pull requests get 409 Consumer Deleted, as nats-server answers them.
+func (s *Server) consumerDeleted(cons *jsapi.Consumer) {
+	s.subsMu.Lock()
+	if m := s.pushMembers[cons.Name]; m != nil && m.cons == cons {
+		delete(s.pushMembers, cons.Name)
+		s.subsMu.Unlock()
+		s.stopPush(m)
+	} else {
+		s.subsMu.Unlock()
+	}
+	for _, m := range s.pullMembers(cons) {
+		m.mu.Lock()
+		pulls := m.pulls
+		m.pulls = nil
+		m.mu.Unlock()
+		m.c.dropJSMember(m)
+		for _, p := range pulls {
+			s.sendStatus(p.reply, 409, "Consumer Deleted", p.left, p.leftBytes)
+		}
+	}
+}
+
+// waitingPulls counts the pull requests outstanding at cons.
+func (s *Server) waitingPulls(cons *jsapi.Consumer) int {
+	n := 0
+	for _, m := range s.pullMembers(cons) {
+		m.mu.Lock()
+		n += len(m.pulls)
+		m.mu.Unlock()
+	}
+	return n
+}
+
+// pullMembers are the connections' members of cons.
+func (s *Server) pullMembers(cons *jsapi.Consumer) []*jsMember {
+	var ms []*jsMember
+	for _, c := range s.conns.All() {
+		s.subsMu.Lock()
+		if m := c.jsMembers[cons.Name]; m != nil && m.cons == cons {
+			ms = append(ms, m)
+		}
+		s.subsMu.Unlock()
+	}
+	return ms
 }

@@ -127,7 +127,7 @@ func New(cfg Config, ingest Ingester, queues *groups.Registry, tail *groups.Tail
 		pushMembers: map[string]*jsMember{},
 	}
 	if cfg.JetStream != nil {
-		cfg.JetStream.SetHooks(s.startPush, s.dropPush)
+		cfg.JetStream.SetHooks(s.jsHooks())
 	}
 	s.SetAuth(cfg.AuthToken, cfg.Users, cfg.Perms)
 	return s

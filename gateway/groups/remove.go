@@ -1,0 +1,58 @@
+package groups
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of Remove.
+var (
+	// ErrGroupShared: the group has members Remove was not allowed to drop.
+	ErrGroupShared = errors.New("groups: queue group has other members")
+	// ErrRemoveClustered: groups of a cluster are not removed on demand
+	// (other nodes lead and know them).
+	ErrRemoveClustered = errors.New("groups: queue groups of a cluster cannot be removed on demand")
+)
+
+// Remove deletes the group of key on a standalone node: its runner stops,
+// its committed offsets are dropped (they no longer hold back retention),
+// and it is gone from Stats. Every local member must be one that owned
+// reports true for (the caller's own, which it then forgets); otherwise
+// nothing changes and the error wraps ErrGroupShared. Acknowledgements of
+// its deliveries that come later are stale. A later Join or Declare of the
+// same key starts a new group.
+func (r *Registry) Remove(key GroupKey, owned func(Member) bool) error {
+	if r.clustered() {
+		return ErrRemoveClustered
+	}
+	r.mu.Lock()
+	g := r.groups[key]
+	if g == nil {
+		r.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrUnknownGroup, key)
+	}
+	for id, lm := range g.local {
+		if owned == nil || !owned(lm.m) {
+			n := len(g.local)
+			r.mu.Unlock()
+			return fmt.Errorf("%w: %s has %d members, %s among them", ErrGroupShared, key, n, id)
+		}
+	}
+	delete(r.groups, key)
+	for id := range g.local {
+		delete(r.members, id)
+	}
+	g.leading = false
+	run := g.run
+	r.mu.Unlock()
+	if run != nil {
+		run.halt()
+		<-run.done
+	}
+	r.log.Offsets().Remove(g.consumer)
+	if err := r.log.Offsets().Flush(); err != nil {
+		return fmt.Errorf("groups: remove %s: flush offsets: %w", key, err)
+	}
+	r.logger.Info("queue group removed", "group", key.String())
+	return nil
+}
