@@ -36,6 +36,8 @@ import (
 //	EDGEQ_E2E_WAMP_INTERVALS   wal.fsync_interval (default: the default, 10ms)
 //	EDGEQ_E2E_WAMP_WAL         more wal keys, e.g. commit_bytes=1MiB,durability=always
 //	EDGEQ_E2E_WAMP_RATE        msg/s (default 2000)
+//	EDGEQ_E2E_WAMP_SEGMENT     wal.segment_size (default 1MiB, the default);
+//	                           max_bytes is four segments per partition
 //	EDGEQ_E2E_WAMP_LOOP        0: do not use a loop disk
 //	EDGEQ_E2E_BIN              the node binary to measure (e.g. an older build)
 func TestWriteAmplification(t *testing.T) {
@@ -109,9 +111,20 @@ func ratio(x float64) string {
 func measureWAMP(t *testing.T, c wampCase) wampResult {
 	rate := envInt("EDGEQ_E2E_WAMP_RATE", 2000)
 	const devices = 1000
-	// Small segments and a budget of four per partition: retention removes
-	// segments within seconds and all through the window.
-	cfg := fmt.Sprintf("wal:\n  partitions: %d\n  segment_size: 256KiB\n  max_bytes: %dMiB\n", c.partitions, c.partitions)
+	// A budget of four segments per partition: retention removes segments
+	// all through the window.
+	seg := or(os.Getenv("EDGEQ_E2E_WAMP_SEGMENT"), "1MiB")
+	segKiB := 1024
+	if v, ok := strings.CutSuffix(seg, "KiB"); ok {
+		segKiB, _ = strconv.Atoi(v)
+	} else if v, ok := strings.CutSuffix(seg, "MiB"); ok {
+		m, _ := strconv.Atoi(v)
+		segKiB = m << 10
+	}
+	if segKiB < 64 {
+		t.Fatalf("EDGEQ_E2E_WAMP_SEGMENT=%q: want NKiB or NMiB, at least 64KiB", seg)
+	}
+	cfg := fmt.Sprintf("wal:\n  partitions: %d\n  segment_size: %dKiB\n  max_bytes: %dKiB\n", c.partitions, segKiB, 4*segKiB*c.partitions)
 	if c.interval != "" {
 		cfg += "  fsync_interval: " + c.interval + "\n"
 	}
@@ -226,11 +239,12 @@ func measureWAMP(t *testing.T, c wampCase) wampResult {
 	})
 
 	type sample struct {
-		at                      time.Time
-		writeBytes, sectors     int64
-		acked, ackedBytes       int64
-		rounds, fsyncs, removed float64
-		firsts                  []uint64
+		at                       time.Time
+		writeBytes, sectors      int64
+		acked, ackedBytes        int64
+		rounds, fsyncs, removed  float64
+		journalTx, journalBlocks int64
+		firsts                   []uint64
 	}
 	take := func() sample {
 		if disk != nil {
@@ -240,6 +254,7 @@ func measureWAMP(t *testing.T, c wampCase) wampResult {
 		s.writeBytes, _ = procIO(t, pid)
 		if disk != nil {
 			s.sectors = disk.sectorsWritten(t)
+			s.journalTx, s.journalBlocks = disk.journal()
 		}
 		s.rounds = metricValue(t, n, "edgeq_wal_commit_rounds_total")
 		s.fsyncs = metricValue(t, n, "edgeq_wal_fsyncs_total")
@@ -257,8 +272,13 @@ func measureWAMP(t *testing.T, c wampCase) wampResult {
 		t.Fatalf("nothing acked in %v", c.window)
 	}
 	res := wampResult{rate: float64(b.acked-a.acked) / secs, node: float64(b.writeBytes-a.writeBytes) / payload, device: -1}
+	journal := "n/a"
 	if disk != nil {
 		res.device = float64(b.sectors-a.sectors) * 512 / payload
+		if tx := b.journalTx - a.journalTx; tx > 0 && b.journalBlocks > 0 {
+			// The average is over the file system's life: about right.
+			journal = fmt.Sprintf("%.2f× (%d commits of ~%d blocks)", float64(tx*b.journalBlocks*4096)/payload, tx, b.journalBlocks)
+		}
 	}
 	removed := 0
 	for p := range a.firsts {
@@ -267,9 +287,9 @@ func measureWAMP(t *testing.T, c wampCase) wampResult {
 		}
 	}
 	t.Logf("payload %d B, %d partitions, fsync_interval %s, %s: %.0f msg/s acked over %.0fs (%d failed); "+
-		"node %s (%d write_bytes), device %s (%d sectors) per payload byte (%.0f); %.0f rounds/s, %.0f fsyncs/s; retention removed segments of %d of %d partitions in the window",
+		"node %s (%d write_bytes), device %s (%d sectors; of it the ext4 journal %s) per payload byte (%.0f); %.0f rounds/s, %.0f fsyncs/s; retention removed segments of %d of %d partitions in the window",
 		c.payload, c.partitions, or(c.interval, "10ms"), or(c.extra, "no other wal keys"), res.rate, secs, failed.Load(),
-		ratio(res.node), b.writeBytes-a.writeBytes, ratio(res.device), b.sectors-a.sectors, payload,
+		ratio(res.node), b.writeBytes-a.writeBytes, ratio(res.device), b.sectors-a.sectors, journal, payload,
 		(b.rounds-a.rounds)/secs, (b.fsyncs-a.fsyncs)/secs, removed, c.partitions)
 	if removed == 0 {
 		t.Errorf("retention removed no segment during the window: the figure is not at steady state with retention")
@@ -379,4 +399,23 @@ func (d *loopDisk) sectorsWritten(t *testing.T) int64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// journal reads the file system's jbd2 statistics: commits so far and the
+// average logged blocks (4 KiB) per commit; 0, 0 when not available.
+func (d *loopDisk) journal() (tx, blocks int64) {
+	b, err := os.ReadFile(filepath.Join("/proc/fs/jbd2", d.dev+"-8", "info"))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) > 1 && f[1] == "transactions":
+			tx, _ = strconv.ParseInt(f[0], 10, 64)
+		case strings.HasSuffix(line, "logged blocks per transaction") && len(f) > 0:
+			blocks, _ = strconv.ParseInt(f[0], 10, 64)
+		}
+	}
+	return tx, blocks
 }
