@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -153,38 +152,6 @@ func TestRetentionDeletesWithoutCopy(t *testing.T) {
 	}
 }
 
-// copyTree copies the regular files under src to dst.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o750)
-		}
-		in, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(target)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Every state a crash in the middle of retention can leave opens, reads what
 // is left, keeps every device's sequence and appends at the right offset:
 // before anything was removed, after the device-table checkpoint, after each
@@ -246,7 +213,7 @@ func TestRetentionCrashStates(t *testing.T) {
 	}
 	snap := func(name string) state {
 		s := state{name: name, dir: filepath.Join(t.TempDir(), "data")}
-		copyTree(t, dir, s.dir)
+		copyDir(t, dir, s.dir)
 		return s
 	}
 	states := []state{snap("before retention")}
@@ -283,7 +250,7 @@ func TestRetentionCrashStates(t *testing.T) {
 	// first state.
 	last := states[len(states)-1]
 	back := state{name: "last removal undone (directory not fsynced)", dir: filepath.Join(t.TempDir(), "data")}
-	copyTree(t, last.dir, back.dir)
+	copyDir(t, last.dir, back.dir)
 	first := states[0]
 	restored := false
 	for p := 0; p < 2 && !restored; p++ {
@@ -291,7 +258,7 @@ func TestRetentionCrashStates(t *testing.T) {
 		was, _ := listSegments(partitionDir(first.dir, p))
 		for i := len(was) - 1; i >= 0; i-- {
 			if was[i].first < now[0].first {
-				copyTree(t, was[i].path, filepath.Join(partitionDir(back.dir, p), filepath.Base(was[i].path)))
+				copyDir(t, was[i].path, filepath.Join(partitionDir(back.dir, p), filepath.Base(was[i].path)))
 				restored = true
 				break
 			}
@@ -306,7 +273,7 @@ func TestRetentionCrashStates(t *testing.T) {
 	// renamed into place, before the old segments were deleted: partition 0
 	// truncated in the middle of its second segment, after the checkpoint.
 	old := state{name: "tidwall TruncateFront interrupted (older edgeq)", dir: filepath.Join(t.TempDir(), "data")}
-	copyTree(t, states[1].dir, old.dir)
+	copyDir(t, states[1].dir, old.dir)
 	pd := partitionDir(old.dir, 0)
 	segs, _ := listSegments(pd)
 	data, err := os.ReadFile(segs[1].path)
