@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -428,14 +427,8 @@ func (d *loopDisk) journal() (tx, blocks int64) {
 // metricSum adds up every series of a metric family (all label sets).
 func metricSum(t testing.TB, n *node, family string) float64 {
 	t.Helper()
-	resp, err := n.httpClient().Get(n.httpURL() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	sum := 0.0
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range metricLines(t, n) {
 		rest, ok := strings.CutPrefix(line, family)
 		if !ok || (rest == "" || (rest[0] != ' ' && rest[0] != '{')) {
 			continue
