@@ -71,7 +71,7 @@ func TestWriteAmplification(t *testing.T) {
 		}
 	}
 	t.Logf("write amplification (bytes written per payload byte), windows of %v:\n"+
-		"| payload | partitions | fsync_interval | other wal keys | rate | node | device |\n|---|---|---|---|---|---|---|\n%s",
+		"| payload | partitions | fsync_interval | other wal keys | pub-acked | node | device |\n|---|---|---|---|---|---|---|\n%s",
 		window, strings.Join(rows, "\n"))
 }
 
