@@ -172,8 +172,8 @@ func TestDiskFaults(t *testing.T) {
 	}
 }
 
-// metricValue reads one series from /metrics.
-func metricValue(t testing.TB, n *node, series string) float64 {
+// metricLines scrapes /metrics.
+func metricLines(t testing.TB, n *node) []string {
 	t.Helper()
 	resp, err := n.httpClient().Get(n.httpURL() + "/metrics")
 	if err != nil {
@@ -181,7 +181,13 @@ func metricValue(t testing.TB, n *node, series string) float64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
+	return strings.Split(string(b), "\n")
+}
+
+// metricValue reads one series from /metrics.
+func metricValue(t testing.TB, n *node, series string) float64 {
+	t.Helper()
+	for _, line := range metricLines(t, n) {
 		if rest, ok := strings.CutPrefix(line, series+" "); ok {
 			var v float64
 			fmt.Sscan(rest, &v)

@@ -24,11 +24,14 @@ import (
 //   - always: as soon as anything is written; rounds run back to back, and
 //     every acknowledged record was fsynced before its ack.
 //   - interval: once fsync_interval has passed since the last round started,
-//     or at once under load: when the bytes written since then, over all
-//     partitions, come at commit_bytes per fsync_interval or faster (see
-//     loaded). Under load rounds therefore run back to back (a windowed
-//     publisher is not held to window / interval); a trickle gets at most one
-//     round per fsync_interval.
+//     or once commit_bytes have been written since then (over all
+//     partitions), or at once under load: when those bytes come at
+//     commit_bytes per loadPeriod (10ms, or fsync_interval if shorter) or
+//     faster (see loaded). Under load rounds therefore run back to back (a
+//     windowed publisher is not held to window / interval); a trickle gets at
+//     most one round per fsync_interval. The load rule's period is capped so
+//     that a long fsync_interval (100ms, 1s: fewer, larger fsyncs, less
+//     written per record) is not undone by a moderate stream counting as load.
 //   - none: never; writers complete a batch once it is written to the OS.
 type committer struct {
 	parts []*partition
@@ -97,17 +100,29 @@ func (c *committer) wrote(p *partition, n int, first bool) {
 	}
 }
 
-// loaded is the load rule of durability interval: the bytes written since
-// the last round started (arrived, over since) come at a rate of at least
-// commit_bytes per fsync_interval. Then the next round need not wait for the
-// interval: rounds run back to back, and a publisher with a window of W
-// records is not held to W / fsync_interval. Below that rate (a trickle)
-// rounds come at most once per fsync_interval. The elapsed time counts as at
-// least a quarter interval, so that a few records right after a round (a
-// fast disk) do not start another one: it takes a burst of commit_bytes / 4.
+// loadPeriod caps the period of the load rule.
+const loadPeriod = 10 * time.Millisecond
+
+// loaded says whether the bytes written since the last round started
+// (arrived, over since) start the next round at once, before fsync_interval:
+//   - commit_bytes have arrived, whatever the time; or
+//   - they come at a rate of at least commit_bytes per period, where period
+//     is fsync_interval capped at loadPeriod: then rounds run back to back,
+//     and a publisher with a window of W records is not held to
+//     W / fsync_interval. The elapsed time counts as at least a quarter
+//     period, so that a few records right after a round (a fast disk) do not
+//     start another one: it takes a burst of commit_bytes / 4.
+//
+// Together: arrived >= commit_bytes * clamp(since / period, 1/4, 1). Below
+// that (a trickle, or a moderate stream with a long fsync_interval) rounds
+// come once per fsync_interval.
 func (c *committer) loaded(arrived int64, since time.Duration) bool {
-	since = max(since, c.opts.FsyncInterval/4)
-	return float64(arrived)*float64(c.opts.FsyncInterval) >= float64(c.opts.CommitBytes)*float64(since)
+	if arrived >= int64(c.opts.CommitBytes) {
+		return true
+	}
+	period := min(c.opts.FsyncInterval, loadPeriod)
+	since = max(since, period/4)
+	return float64(arrived)*float64(period) >= float64(c.opts.CommitBytes)*float64(since)
 }
 
 func (c *committer) anyDirty() bool {

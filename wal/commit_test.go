@@ -189,29 +189,91 @@ func TestCommitCloseFlushes(t *testing.T) {
 }
 
 // The load rule: rounds go back to back from commit_bytes per fsync_interval
-// on, or after a burst of a quarter of it; a trickle waits for the interval.
+// (capped at 10ms) on, or after a burst of a quarter of it, or once
+// commit_bytes are written; a trickle waits for the interval.
 func TestCommitLoadRule(t *testing.T) {
-	o := DefaultOptions() // 16 KiB per 10ms
-	c := &committer{opts: &o}
 	ms := time.Millisecond
 	for _, tt := range []struct {
-		arrived int64
-		since   time.Duration
-		want    bool
+		interval    time.Duration
+		commitBytes int
+		arrived     int64
+		since       time.Duration
+		want        bool
 	}{
-		{0, 0, false},
-		{190, ms, false},           // one record just after a round
-		{4<<10 - 1, ms, false},     // below a quarter of commit_bytes
-		{4 << 10, ms, true},        // a burst of commit_bytes / 4
-		{4 << 10, 5 * ms, false},   // the same bytes spread over 5ms: 0.8 MB/s
-		{8 << 10, 5 * ms, true},    // 1.6 MB/s
-		{1900, 10 * ms, false},     // 1,000 msg/s of 190 B
-		{16 << 10, 10 * ms, true},  // 8,600 msg/s
-		{100 << 10, 20 * ms, true}, // heavy load after a long round
-		{15 << 10, 9 * ms, true},   // 16.7 KiB per 10ms
+		// Defaults: 16 KiB per 10ms.
+		{10 * ms, 16 << 10, 0, 0, false},
+		{10 * ms, 16 << 10, 190, ms, false},           // one record just after a round
+		{10 * ms, 16 << 10, 4<<10 - 1, ms, false},     // below a quarter of commit_bytes
+		{10 * ms, 16 << 10, 4 << 10, ms, true},        // a burst of commit_bytes / 4
+		{10 * ms, 16 << 10, 4 << 10, 5 * ms, false},   // the same bytes spread over 5ms: 0.8 MB/s
+		{10 * ms, 16 << 10, 8 << 10, 5 * ms, true},    // 1.6 MB/s
+		{10 * ms, 16 << 10, 1900, 10 * ms, false},     // 1,000 msg/s of 190 B
+		{10 * ms, 16 << 10, 16 << 10, 10 * ms, true},  // 8,600 msg/s
+		{10 * ms, 16 << 10, 100 << 10, 20 * ms, true}, // heavy load after a long round
+		{10 * ms, 16 << 10, 15 << 10, 9 * ms, true},   // 16.7 KiB per 10ms
+		// fsync_interval 1s: the rate rule keeps its 10ms period, so a
+		// moderate stream (300 KB/s) waits for commit_bytes or the interval.
+		{time.Second, 16 << 10, 3 << 10, 10 * ms, false},   // 300 KB/s
+		{time.Second, 16 << 10, 15 << 10, 50 * ms, false},  // 300 KB/s, below commit_bytes
+		{time.Second, 16 << 10, 16 << 10, 55 * ms, true},   // commit_bytes arrived
+		{time.Second, 16 << 10, 16 << 10, 900 * ms, true},  // commit_bytes arrived, slowly
+		{time.Second, 16 << 10, 4 << 10, ms, true},         // a burst of commit_bytes / 4
+		{time.Second, 16 << 10, 8 << 10, 5 * ms, true},     // 1.6 MB/s is load at any interval
+		{time.Second, 1 << 20, 600 << 10, 300 * ms, false}, // 2 MB/s with commit_bytes 1 MiB
+		{time.Second, 1 << 20, 1 << 20, 500 * ms, true},
+		{time.Second, 1 << 20, 256 << 10, ms, true}, // 256 KiB at once
+		// fsync_interval 1ms: the period is the interval.
+		{ms, 16 << 10, 8 << 10, ms / 2, true},
+		{ms, 16 << 10, 8 << 10, ms, false},
 	} {
+		o := DefaultOptions()
+		o.FsyncInterval, o.CommitBytes = tt.interval, tt.commitBytes
+		c := &committer{opts: &o}
 		if got := c.loaded(tt.arrived, tt.since); got != tt.want {
-			t.Errorf("loaded(%d bytes, %v) = %v, want %v", tt.arrived, tt.since, got, tt.want)
+			t.Errorf("fsync_interval %v commit_bytes %d: loaded(%d bytes, %v) = %v, want %v",
+				tt.interval, tt.commitBytes, tt.arrived, tt.since, got, tt.want)
 		}
 	}
+}
+
+// With a long fsync_interval a moderate stream is not load: rounds come once
+// per interval or once commit_bytes are written, not back to back, and every
+// ack still follows its fsync.
+func TestCommitLongIntervalModerateStream(t *testing.T) {
+	o := testOptions()
+	o.Durability = DurabilityInterval
+	o.FsyncInterval = 500 * time.Millisecond
+	o.CommitBytes = 16 << 10
+	l := openTest(t, t.TempDir(), o)
+	defer l.Close()
+	const n = 600
+	var wg sync.WaitGroup
+	var bad atomic.Value
+	start := time.Now()
+	for i := 0; i < n; i++ { // at most ~1,000/s of ~190 B: 190 KB/s, far below 16 KiB per 10ms
+		wg.Add(1)
+		l.AppendAsync(&Record{Device: fmt.Sprintf("dev-%02d", i%40), Payload: payloadFor("d", i)}, func(pos Position, err error) {
+			defer wg.Done()
+			if err == nil {
+				if s := l.parts[pos.Partition].synced.Load(); s < pos.Offset {
+					err = fmt.Errorf("acked %+v before its fsync (synced to %d)", pos, s)
+				}
+			}
+			if err != nil {
+				bad.CompareAndSwap(nil, err)
+			}
+		})
+		time.Sleep(time.Millisecond)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := bad.Load(); err != nil {
+		t.Fatal(err)
+	}
+	c := l.Stats().Commit
+	limit := uint64(elapsed/o.FsyncInterval) + 1 + c.RoundBytes/uint64(o.CommitBytes) + 1
+	if c.Rounds > limit {
+		t.Fatalf("%d rounds for %d bytes in %v: at most %d allowed (one per interval or per commit_bytes)", c.Rounds, c.RoundBytes, elapsed, limit)
+	}
+	t.Logf("%d appends (%d bytes) in %v: %d rounds, %d fsyncs", n, c.RoundBytes, elapsed, c.Rounds, c.Fsyncs)
 }

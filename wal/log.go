@@ -66,6 +66,8 @@ type Log struct {
 	full    atomic.Bool
 
 	ckptMu sync.Mutex // one checkpoint at a time
+	// retMu: one retention run at a time, none once Close has passed it.
+	retMu sync.Mutex
 
 	stop   chan struct{}
 	bgDone chan struct{}
@@ -329,6 +331,8 @@ func (l *Log) Close() error {
 	l.writers.Wait()
 	close(l.stop)
 	<-l.bgDone
+	l.retMu.Lock() // a retention run started by a caller finishes first
+	l.retMu.Unlock()
 	errs := []error{l.checkpoint(), l.offsets.Flush()}
 	errs = append(errs, l.closeParts())
 	errs = append(errs, l.lock.Close())
@@ -339,6 +343,7 @@ func (l *Log) closeParts() error {
 	var errs []error
 	for _, p := range l.parts {
 		p.mu.Lock()
+		p.closed = true
 		if p.log != nil {
 			if err := p.log.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("wal: close partition %d: %w", p.id, err))
@@ -367,7 +372,7 @@ func (l *Log) background() {
 		case <-l.disk.kick:
 			l.checkHealth()
 		case <-ret.C:
-			if _, err := l.EnforceRetention(); err != nil {
+			if _, err := l.EnforceRetention(); err != nil && !errors.Is(err, ErrClosed) {
 				l.logger.Error("retention", "err", err)
 			}
 		case <-ck.C:

@@ -49,16 +49,16 @@ type Options struct {
 	// Durability is always, interval (default) or none.
 	Durability Durability
 	// FsyncInterval is the shortest time between two fsync rounds under
-	// DurabilityInterval at a trickle (below CommitBytes per FsyncInterval),
-	// and so about the longest an append waits for its round to start
-	// (default 10ms).
+	// DurabilityInterval below CommitBytes (see there), and so about the
+	// longest an append waits for its round to start (default 10ms).
 	FsyncInterval time.Duration
-	// CommitBytes is where load begins under DurabilityInterval: when appends
-	// are written at CommitBytes per FsyncInterval or faster, over all
-	// partitions (default 16 KiB per 10ms: 1.6 MB/s, about 8,600 records/s
-	// of 150 bytes), an fsync round starts as soon as the previous one ends
-	// instead of waiting for FsyncInterval. A burst of CommitBytes/4 starts
-	// one at once too.
+	// CommitBytes starts an fsync round under DurabilityInterval before
+	// FsyncInterval has passed: once CommitBytes have been written since the
+	// last round started, over all partitions; or under load, when they come
+	// at CommitBytes per 10ms (or per FsyncInterval, if shorter) or faster
+	// (default 16 KiB: from 1.6 MB/s, about 8,600 records/s of 150 bytes,
+	// rounds run back to back). A burst of CommitBytes/4 right after a round
+	// starts one too.
 	CommitBytes int
 	// SyncWorkers is how many partitions of one fsync round fsync at once
 	// (default 4; 1: one after the other).

@@ -30,8 +30,13 @@ type partition struct {
 	opts   *Options
 	logger *slog.Logger
 
-	mu  sync.Mutex
-	log *twal.Log
+	mu     sync.Mutex
+	log    *twal.Log
+	closed bool // guarded by mu: the log is closed, retention must not touch the files
+
+	// stale: retention deleted segment files that tidwall's handle still
+	// lists; the writer reopens the handle at the next segment roll.
+	stale atomic.Bool
 
 	reqs chan *appendReq
 
@@ -78,6 +83,7 @@ type partitionStats struct {
 	fsyncs       atomic.Uint64
 	writeErrors  atomic.Uint64
 	repairs      atomic.Uint64
+	reopens      atomic.Uint64 // tidwall handle reopened after retention deleted segments
 	corrupt      atomic.Uint64 // records skipped by readers because their CRC failed
 	droppedBytes atomic.Uint64
 	dropped      atomic.Uint64 // records removed by retention before every consumer committed them
@@ -301,14 +307,43 @@ func (p *partition) writeReqs(reqs []*appendReq) (int, error) {
 			p.logger.Warn("fsync partition directory", "err", err)
 		}
 		p.mu.Lock()
-		_ = p.log.ClearCache()
+		var err error
+		if p.stale.Swap(false) {
+			err = p.reopenLocked(next + uint64(len(reqs)) - 1)
+		} else {
+			_ = p.log.ClearCache()
+		}
 		p.mu.Unlock()
+		if err != nil {
+			p.stats.writeErrors.Add(1)
+			return 0, p.recover(p.last.Load(), err)
+		}
 	}
 	p.last.Store(next + uint64(len(reqs)) - 1)
 	p.stats.appends.Add(uint64(len(reqs)))
 	p.stats.appendBytes.Add(uint64(bytes))
 	p.stats.batches.Add(1)
 	return bytes, nil
+}
+
+// reopenLocked closes and reopens the tidwall handle (p.mu held, writer
+// only), so that tidwall forgets the segments retention deleted. Right after
+// a roll the tail it parses again is small. Close fsyncs the tail: nothing is
+// acknowledged by that, the committer's round still does.
+func (p *partition) reopenLocked(last uint64) error {
+	if err := p.log.Close(); err != nil {
+		return fmt.Errorf("wal: close partition %d to reopen after retention: %w", p.id, err)
+	}
+	l, err := twal.Open(p.dir, twalOptions(p.opts))
+	if err != nil {
+		return fmt.Errorf("wal: reopen partition %d after retention: %w", p.id, err)
+	}
+	p.log = l
+	if got, _ := l.LastIndex(); got != last {
+		return fmt.Errorf("wal: reopen partition %d after retention: last index %d, want %d", p.id, got, last)
+	}
+	p.stats.reopens.Add(1)
+	return nil
 }
 
 // write writes a batch of new appends and adds them to pending. One retry

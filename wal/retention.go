@@ -2,9 +2,9 @@ package wal
 
 import (
 	"edgeq/internal/fsutil"
-	"errors"
 	"fmt"
 	"math"
+	"os"
 )
 
 // RetentionResult tells what one retention run removed.
@@ -24,6 +24,7 @@ type RetentionResult struct {
 // removable is a candidate segment: partition p's oldest segment, [first, next).
 type removable struct {
 	p           *partition
+	seg         segmentFile
 	first, next uint64
 	size        int64
 	newest      int64 // ingest time of its last record, unix ns
@@ -34,9 +35,17 @@ type removable struct {
 // segment is removed only when every consumer has committed past it, unless the
 // budget is still exceeded and full_policy is drop_oldest. The tail segment of a
 // partition is never removed. It runs periodically in the background; tests and
-// tools may call it directly.
+// tools may call it directly; after Close it returns ErrClosed.
 func (l *Log) EnforceRetention() (RetentionResult, error) {
 	var res RetentionResult
+	l.retMu.Lock()
+	defer l.retMu.Unlock()
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return res, ErrClosed
+	}
 	now := l.opts.Now().UnixNano()
 	checkpointed := false
 	remove := func(c removable) error {
@@ -47,6 +56,9 @@ func (l *Log) EnforceRetention() (RetentionResult, error) {
 				return err
 			}
 			checkpointed = true
+			if retentionHook != nil {
+				retentionHook("checkpoint", c.p.id)
+			}
 		}
 		floor, hasConsumers := l.offsets.Floor(c.p.id)
 		if hasConsumers && floor < c.next-1 {
@@ -57,7 +69,7 @@ func (l *Log) EnforceRetention() (RetentionResult, error) {
 			l.logger.Warn("retention dropped records no consumer has finished", "partition", c.p.id,
 				"from", max(floor+1, c.first), "to", c.next-1)
 		}
-		if err := c.p.truncateFront(c.next, c.size); err != nil {
+		if err := c.p.removeFront(c); err != nil {
 			return err
 		}
 		res.RemovedSegments++
@@ -91,8 +103,7 @@ func (l *Log) EnforceRetention() (RetentionResult, error) {
 	}
 	budget, limited := l.opts.MaxBytes, l.opts.MaxBytes > 0
 	if deficit > 0 {
-		// Refuse while freeing: removing a segment takes time (tidwall
-		// copies the next one) and a burst must not fill the disk meanwhile.
+		// Refuse while freeing: a burst must not fill the disk meanwhile.
 		l.setDiskLow(true)
 		if b := max(l.TotalBytes()-deficit, 0); !limited || b < budget {
 			budget, limited = b, true
@@ -170,7 +181,7 @@ func (p *partition) oldestSegment() (removable, bool, error) {
 	if err != nil || len(segs) < 2 {
 		return removable{}, false, err
 	}
-	c := removable{p: p, first: segs[0].first, next: segs[1].first, size: segs[0].size, newest: math.MinInt64}
+	c := removable{p: p, seg: segs[0], first: segs[0].first, next: segs[1].first, size: segs[0].size, newest: math.MinInt64}
 	if first := p.first.Load(); first > c.first {
 		c.first = first
 	}
@@ -214,23 +225,52 @@ func (p *partition) newestTime(s segmentFile) (int64, error) {
 // maxSegTimes bounds the per-partition cache of segment times.
 const maxSegTimes = 4096
 
-// truncateFront removes every record before next, the first index of the
-// partition's second segment; the first segment (size bytes) goes away.
-func (p *partition) truncateFront(next uint64, size int64) error {
+// retentionHook, when set (tests), is called after each step of a retention
+// run that changes the disk: "checkpoint" (the device table covers what is
+// about to go) and "removed" (one segment file deleted, its directory
+// fsynced), so that a test can copy every state a crash could leave.
+var retentionHook func(step string, partition int)
+
+// removeFront deletes c, the partition's first segment file, and so every
+// record before c.next, the first index of the second segment. Nothing is
+// copied or renamed: the remaining segments stay as they are, byte for byte
+// (tidwall's TruncateFront would rewrite the segment that holds c.next,
+// copy, fsync and rename, even at a segment boundary: wal.go truncateFront).
+//
+// It deletes the file behind tidwall's back, which is safe because:
+//   - reads below c.next are refused first (p.first, under p.mu, which every
+//     Read holds), so tidwall never loads the deleted file;
+//   - segments go oldest first, each deletion fsynced (the directory) before
+//     the next: whatever a crash leaves is a contiguous suffix of segments.
+//     tidwall's load() does not check that segments are contiguous, and a gap
+//     would make it index records of the wrong segment;
+//   - tidwall's in-memory segment list still names the deleted file; the
+//     writer reopens the handle at the next segment roll (p.stale), so the
+//     list stays as long as the files on disk, and a reopen right after a
+//     roll parses only the new, nearly empty tail.
+func (p *partition) removeFront(c removable) error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.log.TruncateFront(next); err != nil {
-		if errors.Is(err, ErrClosed) {
-			return err
-		}
-		return fmt.Errorf("wal: truncate partition %d before %d: %w", p.id, next, err)
+	if p.closed {
+		p.mu.Unlock()
+		return ErrClosed
 	}
-	if err := fsutil.SyncDir(p.dir); err != nil {
-		return err
+	prev := p.first.Load()
+	p.first.Store(c.next)
+	if err := os.Remove(c.seg.path); err != nil && !os.IsNotExist(err) {
+		p.first.Store(prev)
+		p.mu.Unlock()
+		return fmt.Errorf("wal: retention: remove segment %s of partition %d: %w", c.seg.path, p.id, err)
 	}
-	p.first.Store(next)
-	delete(p.segTimes, next)
-	p.size.Add(-size)
+	p.stale.Store(true)
+	delete(p.segTimes, c.seg.first)
+	p.mu.Unlock()
+	p.size.Add(-c.size)
 	p.advance()
+	if err := fsutil.SyncDir(p.dir); err != nil {
+		return fmt.Errorf("wal: retention: partition %d: %w", p.id, err)
+	}
+	if retentionHook != nil {
+		retentionHook("removed", p.id)
+	}
 	return nil
 }

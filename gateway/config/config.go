@@ -272,10 +272,13 @@ type WAL struct {
 	SegmentSize   ByteSize       `yaml:"segment_size"`
 	Durability    wal.Durability `yaml:"durability"`
 	FsyncInterval time.Duration  `yaml:"fsync_interval"`
-	MaxBytes      ByteSize       `yaml:"max_bytes"`
-	MaxAge        time.Duration  `yaml:"max_age"`
-	FullPolicy    wal.FullPolicy `yaml:"full_policy"`
-	MaxDevices    int            `yaml:"max_devices"`
+	// CommitBytes: bytes written since the last fsync round that start the
+	// next one before fsync_interval (and the load rule's threshold).
+	CommitBytes ByteSize       `yaml:"commit_bytes"`
+	MaxBytes    ByteSize       `yaml:"max_bytes"`
+	MaxAge      time.Duration  `yaml:"max_age"`
+	FullPolicy  wal.FullPolicy `yaml:"full_policy"`
+	MaxDevices  int            `yaml:"max_devices"`
 	// MinFreeBytes and MinFreePercent: the free-space watermark of the data
 	// file system (the larger applies).
 	MinFreeBytes   ByteSize `yaml:"min_free_bytes"`
@@ -420,6 +423,7 @@ func Default() Config {
 			SegmentSize:   ByteSize(w.SegmentSize),
 			Durability:    w.Durability,
 			FsyncInterval: w.FsyncInterval,
+			CommitBytes:   ByteSize(w.CommitBytes),
 			MaxBytes:      ByteSize(w.MaxBytes),
 			FullPolicy:    w.FullPolicy,
 			MaxDevices:    w.MaxDevices,
@@ -452,6 +456,7 @@ func (c *Config) WALOptions() wal.Options {
 	o.SegmentSize = int(c.WAL.SegmentSize)
 	o.Durability = c.WAL.Durability
 	o.FsyncInterval = c.WAL.FsyncInterval
+	o.CommitBytes = int(c.WAL.CommitBytes)
 	o.MaxBytes = int64(c.WAL.MaxBytes)
 	o.MaxAge = c.WAL.MaxAge
 	o.FullPolicy = c.WAL.FullPolicy

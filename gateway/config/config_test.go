@@ -39,6 +39,7 @@ nats:
 wal:
   durability: always
   fsync_interval: 20ms
+  commit_bytes: 1MiB
 groups:
   - subject: telemetry.>
     queue: uploader
@@ -60,6 +61,8 @@ groups:
 		{"max_payload unit", cfg.NATS.MaxPayload, ByteSize(2 << 20)},
 		{"durability", cfg.WAL.Durability, wal.DurabilityAlways},
 		{"fsync_interval", cfg.WAL.FsyncInterval, 20 * time.Millisecond},
+		{"commit_bytes", cfg.WAL.CommitBytes, ByteSize(1 << 20)},
+		{"commit_bytes to wal.Options", cfg.WALOptions().CommitBytes, 1 << 20},
 		{"max_bytes from env", cfg.WAL.MaxBytes, ByteSize(512 << 20)},
 		{"ack_wait from env", cfg.Queue.AckWait, 45 * time.Second},
 		{"hot off from env", cfg.Hot.Enabled, false},
@@ -85,6 +88,7 @@ func TestRejectsWithKeyNames(t *testing.T) {
 		{"bad duration", "wal:\n  fsync_interval: soon\n", nil, "soon"},
 		{"bad size", "nats:\n  max_payload: lots\n", nil, "bad size"},
 		{"bad durability", "wal:\n  durability: sometimes\n", nil, "durability"},
+		{"commit_bytes too small", "wal:\n  commit_bytes: 100\n", nil, "commit_bytes"},
 		{"beyond loopback without auth", "nats:\n  listen: 0.0.0.0:4222\n", nil, "nats.listen"},
 		{"http beyond loopback without token", "http:\n  listen: 0.0.0.0:8222\n", nil, "http.listen"},
 		{"events too often", "http:\n  events_interval: 10ms\n", nil, "http.events_interval"},
