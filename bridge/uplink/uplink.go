@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/time/rate"
 
@@ -169,16 +170,17 @@ func (u *Uplink) Name() string { return u.cfg.Name }
 // Deliver queues a copy of d. It never blocks: the group gives the uplink at
 // most Window records at once (its credit), so the queue has room; a full
 // queue (a bug, counted as refused) or a closed uplink refuses.
+//
+// The uplink holds a record far longer than the call (until the upstream
+// answers), and a delivery's strings and payload may alias a buffer its
+// caller reuses as soon as Deliver returns (a record forwarded by a peer is
+// decoded in place from the connection's frame buffer): everything kept is
+// copied here, device, source and headers included.
 func (u *Uplink) Deliver(d *groups.Delivery) bool {
 	if u.closed.Load() {
 		return false
 	}
-	r := d.Record
-	it := &Item{Device: r.Device, Seq: r.Seq, Time: r.Time, Source: r.Source, Payload: append([]byte(nil), r.Payload...),
-		Node: d.Node, Partition: d.Partition, Offset: d.Offset, Deliveries: d.Deliveries, Maybe: d.MaybeDelivered, handle: d.Ack}
-	if len(r.Headers) > 0 {
-		it.Headers = append([]wal.Header(nil), r.Headers...)
-	}
+	it := copyItem(d)
 	select {
 	case u.queue <- it:
 		u.held.Add(1)
@@ -188,6 +190,37 @@ func (u *Uplink) Deliver(d *groups.Delivery) bool {
 		u.stats.refused.Add(1)
 		return false
 	}
+}
+
+// copyItem copies what the uplink keeps of d into one allocation (payload,
+// then device, source, header keys and values), so that nothing of the Item
+// aliases the caller's buffers.
+func copyItem(d *groups.Delivery) *Item {
+	r := d.Record
+	n := len(r.Payload) + len(r.Device) + len(r.Source) + len(d.Node)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	buf := make([]byte, 0, n)
+	str := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		start := len(buf)
+		buf = append(buf, s...)
+		return unsafe.String(&buf[start], len(s)) // buf is never written past this point
+	}
+	buf = append(buf, r.Payload...)
+	it := &Item{Payload: buf[:len(r.Payload):len(r.Payload)], Seq: r.Seq, Time: r.Time,
+		Partition: d.Partition, Offset: d.Offset, Deliveries: d.Deliveries, Maybe: d.MaybeDelivered, handle: d.Ack}
+	it.Device, it.Source, it.Node = str(r.Device), str(r.Source), str(d.Node)
+	if len(r.Headers) > 0 {
+		it.Headers = make([]wal.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			it.Headers[i] = wal.Header{Key: str(h.Key), Value: str(h.Value)}
+		}
+	}
+	return it
 }
 
 // Run sends until ctx ends or Close.
