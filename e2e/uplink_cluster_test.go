@@ -1,9 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // upGroup is the status key of the uplink "cloud"'s queue group.
@@ -28,23 +27,12 @@ func lanJetStream(t *testing.T, l *lan, i int) *jsServer {
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s.done = make(chan struct{})
-	go func() { s.cmd.Wait(); close(s.done) }()
 	t.Cleanup(func() {
 		if s.cmd != nil {
 			s.kill()
 		}
 	})
-	waitFor(t, "nats-server up in its namespace", 30*time.Second, func() bool {
-		nc, err := nats.Connect(s.url(), s.connect...)
-		if err != nil {
-			return false
-		}
-		defer nc.Close()
-		js, _ := jetstream.New(nc)
-		_, err = js.AccountInfo(context.Background())
-		return err == nil
-	})
+	s.waitUp(30 * time.Second)
 	s.createStream()
 	return s
 }
@@ -186,11 +174,9 @@ func TestUplinkClusterLeaderKill(t *testing.T) {
 	stopTraffic()
 
 	// Everything acked is stored on some node and the group drains it.
-	acked := map[string]bool{}
+	acked := map[string]pubAck{}
 	for _, p := range pubs {
-		for payload := range p.ackedPayloads() {
-			acked[payload] = true
-		}
+		maps.Copy(acked, p.ackedPayloads())
 	}
 	var ups []lanUplink
 	waitFor(t, "the uplink group drained on its leader", 120*time.Second, func() bool {
@@ -230,7 +216,7 @@ func TestUplinkClusterLeaderKill(t *testing.T) {
 // plant3.<device>, with Nats-Msg-Id "<node>:<device>:<seq>" (node: the
 // gateway that stored it); per storing node and device, first occurrences
 // come in publish order and carry growing seqs; duplicates are counted.
-func checkClusterUpstream(t *testing.T, acked map[string]bool, msgs []streamMsg) (dupes int) {
+func checkClusterUpstream(t *testing.T, acked map[string]pubAck, msgs []streamMsg) (dupes int) {
 	t.Helper()
 	seen := map[string]int{}
 	last := map[string]int{}
@@ -267,14 +253,6 @@ func checkClusterUpstream(t *testing.T, acked map[string]bool, msgs []streamMsg)
 		}
 		last[key], lastSeq[key] = round, seq
 	}
-	var missing []string
-	for p := range acked {
-		if seen[p] == 0 {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) > 0 {
-		t.Fatalf("%d of %d pub-acked messages missing upstream, e.g. %v", len(missing), len(acked), missing[:min(10, len(missing))])
-	}
+	requireUpstream(t, acked, seen)
 	return dupes
 }

@@ -1,7 +1,6 @@
 package uplink
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -108,13 +107,7 @@ func TestHTTPRetryAfter(t *testing.T) {
 			cfg := testConfig()
 			cfg.Type, cfg.HTTP.URL = TypeHTTP, srv.URL
 			cfg.RetryMin, cfg.RetryMax, cfg.Timeout, cfg.RetryAfterMax = 10*time.Millisecond, 50*time.Millisecond, 5*time.Second, tt.max
-			ack := &fakeAcker{}
-			u, err := Open(cfg, "gw", ack, quiet)
-			if err != nil {
-				t.Fatal(err)
-			}
-			go u.Run(context.Background())
-			defer u.Close()
+			u, _ := runUplink(t, cfg)
 			u.Deliver(delivery(1, "dev-1", 1))
 			deadline := time.Now().Add(60 * time.Second)
 			for u.Stats().Acked == 0 {
