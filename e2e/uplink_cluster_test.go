@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,9 +189,17 @@ func TestUplinkClusterLeaderKill(t *testing.T) {
 			}
 			ups = append(ups, u)
 		}
-		return ups[2].Leading && ups[2].LagRecords == 0 && ups[0].Held == 0 && ups[1].Held == 0 && ups[2].Held == 0 &&
-			js.streamMsgs() >= uint64(len(acked))
+		// Only the leader reports the lag; the others say they do not lead.
+		return ups[2].Leading && !ups[0].Leading && !ups[1].Leading && ups[2].LagRecords == 0 &&
+			ups[0].Held == 0 && ups[1].Held == 0 && ups[2].Held == 0 && js.streamMsgs() >= uint64(len(acked))
 	})
+	// edgeq status shows the leader's lag and "-" elsewhere.
+	for i, want := range []string{`-\s+-`, `-\s+-`, `0\s+0B`} {
+		out, err := l.run(i, nil, 30*time.Second, edgeqBin, "status", "--http", nodes[i].httpURL())
+		if err != nil || !regexp.MustCompile(`(?m)^cloud\s+nats\s+\S+\s+`+want+`\s`).MatchString(out) {
+			t.Errorf("%s: edgeq status, want LAG and LAG BYTES %s: %v\n%s", nodes[i].id, want, err, out)
+		}
+	}
 	msgs := js.readStream(t)
 	dupes := checkClusterUpstream(t, acked, msgs)
 	if dupes > 0 {
