@@ -53,9 +53,15 @@ func (s *jsServer) start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
+	s.waitUp(20 * time.Second)
+}
+
+// waitUp tracks the started s.cmd and waits until JetStream answers.
+func (s *jsServer) waitUp(within time.Duration) {
+	s.t.Helper()
 	s.done = make(chan struct{})
 	go func() { s.cmd.Wait(); close(s.done) }()
-	waitFor(s.t, "nats-server up", 20*time.Second, func() bool {
+	waitFor(s.t, "nats-server up", within, func() bool {
 		nc, err := nats.Connect(s.url(), s.connect...)
 		if err != nil {
 			return false
@@ -196,6 +202,14 @@ func checkUpstream(t *testing.T, acked map[string]pubAck, msgs []streamMsg) (dup
 			t.Fatalf("Nats-Msg-Id %q of %q, want e2e-node:%s:<seq>", m.msgID, m.payload, dev)
 		}
 	}
+	requireUpstream(t, acked, seen)
+	return dupes
+}
+
+// requireUpstream fails the test unless every acked payload was seen
+// upstream.
+func requireUpstream(t *testing.T, acked map[string]pubAck, seen map[string]int) {
+	t.Helper()
 	var missing []string
 	for p := range acked {
 		if seen[p] == 0 {
@@ -205,7 +219,6 @@ func checkUpstream(t *testing.T, acked map[string]pubAck, msgs []streamMsg) (dup
 	if len(missing) > 0 {
 		t.Fatalf("%d of %d pub-acked messages missing upstream, e.g. %v", len(missing), len(acked), missing[:min(10, len(missing))])
 	}
-	return dupes
 }
 
 // TestUplinkNATSKills: 20,000 messages over 100 devices forwarded to a real

@@ -153,11 +153,7 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 	for _, b := range n.modbus {
 		s.Modbus = append(s.Modbus, b.Status())
 	}
-	for _, r := range n.uplinks {
-		us := r.u.Stats()
-		us.LagRecords = s.GroupLag(r.key)
-		s.Uplinks = append(s.Uplinks, us)
-	}
+	s.Uplinks = n.uplinkStats(&s)
 	if n.events != nil {
 		s.Console = n.events.Stats()
 	}

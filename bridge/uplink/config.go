@@ -38,6 +38,10 @@ type Config struct {
 	// record that failed is sent again (default 200ms and 30s).
 	RetryMin time.Duration `yaml:"retry_min"`
 	RetryMax time.Duration `yaml:"retry_max"`
+	// RetryAfterMax caps the wait an upstream may ask for with an HTTP
+	// Retry-After (on a 429 or 503): the uplink waits the longer of its
+	// backoff and the request so capped (default 5m; 0 ignores the header).
+	RetryAfterMax time.Duration `yaml:"retry_after_max"`
 	// RateMsgs and RateBytes cap the drain rate (per second; 0: no cap), so
 	// a backlog after an outage does not flood the upstream.
 	RateMsgs  float64 `yaml:"rate_msgs"`
@@ -102,10 +106,14 @@ const (
 	MaxWindow       = 1 << 16
 )
 
+// DefaultRetryAfterMax caps the wait an upstream's Retry-After can ask for.
+const DefaultRetryAfterMax = 5 * time.Minute
+
 // DefaultConfig returns a Config with the defaults set.
 func DefaultConfig() Config {
 	return Config{Window: DefaultWindow, Timeout: DefaultTimeout, RetryMin: DefaultRetryMin, RetryMax: DefaultRetryMax,
-		HTTP: HTTPConfig{Format: "jsonl", Batch: DefaultBatch, BatchBytes: 1 << 20, IdempotencyHeader: "Idempotency-Key"}}
+		RetryAfterMax: DefaultRetryAfterMax,
+		HTTP:          HTTPConfig{Format: "jsonl", Batch: DefaultBatch, BatchBytes: 1 << 20, IdempotencyHeader: "Idempotency-Key"}}
 }
 
 // QueueName is the uplink's queue group name.
@@ -124,6 +132,7 @@ func (c *Config) Validate(key string) error {
 	check(c.Window >= 1 && c.Window <= MaxWindow, "window", "%d, want 1..%d", c.Window, MaxWindow)
 	check(c.Timeout >= 10*time.Millisecond, "timeout", "%v, want >= 10ms", c.Timeout)
 	check(c.RetryMin > 0 && c.RetryMax >= c.RetryMin, "retry_min", "%v..%v, want 0 < retry_min <= retry_max", c.RetryMin, c.RetryMax)
+	check(c.RetryAfterMax >= 0, "retry_after_max", "%v, want >= 0 (0 ignores Retry-After)", c.RetryAfterMax)
 	check(c.RateMsgs >= 0 && c.RateBytes >= 0, "rate_msgs", "rate_msgs %v, rate_bytes %v, want >= 0", c.RateMsgs, c.RateBytes)
 	check((c.CertFile == "") == (c.KeyFile == ""), "cert_file", "set cert_file and key_file both or neither")
 	for _, f := range []struct{ key, path string }{{"ca_file", c.CAFile}, {"cert_file", c.CertFile}, {"key_file", c.KeyFile}, {"nats.creds_file", c.NATS.CredsFile}} {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // httpTransport POSTs batches as JSON lines or a JSON array. A batch is
@@ -133,11 +134,18 @@ func (t *httpTransport) post(ctx context.Context, batch []*Item) Result {
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // keep the connection reusable
 	resp.Body.Close()
-	return classifyHTTP(resp.StatusCode, bytes.TrimSpace(msg))
+	r := classifyHTTP(resp.StatusCode, bytes.TrimSpace(msg))
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), resp.Header.Get("Date"), time.Now()); ok {
+			r.RetryAfter = d
+		}
+	}
+	return r
 }
 
 // classifyHTTP: 2xx is acknowledged; 408, 429 and 5xx are retried; any
-// other status is a refusal for good.
+// other status is a refusal for good. (post adds a 429's or 503's
+// Retry-After.)
 func classifyHTTP(code int, msg []byte) Result {
 	switch {
 	case code >= 200 && code < 300:

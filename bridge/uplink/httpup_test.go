@@ -1,7 +1,6 @@
 package uplink
 
 import (
-	"context"
 	"encoding/pem"
 	"io"
 	"log"
@@ -37,17 +36,8 @@ func TestHTTPSUplink(t *testing.T) {
 	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
 	cfg := testConfig()
 	cfg.Type, cfg.CAFile, cfg.HTTP.URL = TypeHTTP, ca, srv.URL
-	// A loaded CI machine under -race took more than testConfig's 1 s for a
-	// TLS handshake; the refusal below must come from the certificate, not
-	// from a timeout.
-	cfg.Timeout = 30 * time.Second
-	ack := &fakeAcker{}
-	u, err := Open(cfg, "gw", ack, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go u.Run(context.Background())
-	defer u.Close()
+	cfg.Timeout = 30 * time.Second // a TLS handshake on a loaded machine can take seconds
+	u, ack := runUplink(t, cfg)
 	d := delivery(7, "dev-7", 1)
 	d.Record.Payload = []byte(`{"t":21.5}`)
 	u.Deliver(d)
@@ -67,13 +57,7 @@ func TestHTTPSUplink(t *testing.T) {
 
 	// Without the CA, the server's certificate is refused: retried, not acked.
 	cfg.CAFile = ""
-	ack2 := &fakeAcker{}
-	u2, err := Open(cfg, "gw", ack2, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go u2.Run(context.Background())
-	defer u2.Close()
+	u2, _ := runUplink(t, cfg)
 	u2.Deliver(delivery(8, "dev-8", 1))
 	waitUntil(t, "a retry", func() bool { return u2.Stats().Retried > 0 })
 	if s := u2.Stats(); s.Acked != 0 || !strings.Contains(s.LastError, "certificate") {

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/time/rate"
 
@@ -64,6 +65,9 @@ const (
 type Result struct {
 	Outcome Outcome
 	Err     error
+	// RetryAfter is how long the upstream asked the uplink to wait before
+	// it sends again (an HTTP Retry-After on a 429 or 503); 0: not asked.
+	RetryAfter time.Duration
 }
 
 // Transport is an upstream connection. It also implements BatchSender or
@@ -139,6 +143,7 @@ type Uplink struct {
 type counters struct {
 	delivered, sent, acked, failed, retried, dead, refused atomic.Uint64
 	bytes                                                  atomic.Uint64
+	retryAfter                                             atomic.Uint64
 }
 
 // New returns an uplink over tr that answers through acker. Call Run.
@@ -169,16 +174,17 @@ func (u *Uplink) Name() string { return u.cfg.Name }
 // Deliver queues a copy of d. It never blocks: the group gives the uplink at
 // most Window records at once (its credit), so the queue has room; a full
 // queue (a bug, counted as refused) or a closed uplink refuses.
+//
+// The uplink holds a record far longer than the call (until the upstream
+// answers), and a delivery's strings and payload may alias a buffer its
+// caller reuses as soon as Deliver returns (a record forwarded by a peer is
+// decoded in place from the connection's frame buffer): everything kept is
+// copied here, device, source and headers included.
 func (u *Uplink) Deliver(d *groups.Delivery) bool {
 	if u.closed.Load() {
 		return false
 	}
-	r := d.Record
-	it := &Item{Device: r.Device, Seq: r.Seq, Time: r.Time, Source: r.Source, Payload: append([]byte(nil), r.Payload...),
-		Node: d.Node, Partition: d.Partition, Offset: d.Offset, Deliveries: d.Deliveries, Maybe: d.MaybeDelivered, handle: d.Ack}
-	if len(r.Headers) > 0 {
-		it.Headers = append([]wal.Header(nil), r.Headers...)
-	}
+	it := copyItem(d)
 	select {
 	case u.queue <- it:
 		u.held.Add(1)
@@ -188,6 +194,37 @@ func (u *Uplink) Deliver(d *groups.Delivery) bool {
 		u.stats.refused.Add(1)
 		return false
 	}
+}
+
+// copyItem copies what the uplink keeps of d into one allocation (payload,
+// then device, source, header keys and values), so that nothing of the Item
+// aliases the caller's buffers.
+func copyItem(d *groups.Delivery) *Item {
+	r := d.Record
+	n := len(r.Payload) + len(r.Device) + len(r.Source) + len(d.Node)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	buf := make([]byte, 0, n)
+	str := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		start := len(buf)
+		buf = append(buf, s...)
+		return unsafe.String(&buf[start], len(s)) // buf is never written past this point
+	}
+	buf = append(buf, r.Payload...)
+	it := &Item{Payload: buf[:len(r.Payload):len(r.Payload)], Seq: r.Seq, Time: r.Time,
+		Partition: d.Partition, Offset: d.Offset, Deliveries: d.Deliveries, Maybe: d.MaybeDelivered, handle: d.Ack}
+	it.Device, it.Source, it.Node = str(r.Device), str(r.Source), str(d.Node)
+	if len(r.Headers) > 0 {
+		it.Headers = make([]wal.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			it.Headers[i] = wal.Header{Key: str(h.Key), Value: str(h.Value)}
+		}
+	}
+	return it
 }
 
 // Run sends until ctx ends or Close.
@@ -357,7 +394,7 @@ func (u *Uplink) sendAtomic(ctx context.Context, bs BatchSender, batch []*Item, 
 			u.nakAll(batch, 0)
 			return
 		}
-		d := u.backoff.Delay(attempt, u.rnd())
+		d := u.retryWait(u.backoff.Delay(attempt, u.rnd()), r.RetryAfter)
 		// Keep the records: tell the group the uplink still works on them.
 		for _, it := range batch {
 			_ = u.acker.Ack(groups.Ack{Handle: it.handle, Kind: groups.AckInProgress})
@@ -435,7 +472,7 @@ func (u *Uplink) finish(it *Item, r Result, el time.Duration) {
 	case Retry:
 		u.stats.failed.Add(1)
 		u.stats.retried.Add(1)
-		a.Kind, a.Delay = groups.AckNak, u.RetryDelay(it.Deliveries)
+		a.Kind, a.Delay = groups.AckNak, u.retryWait(u.RetryDelay(it.Deliveries), r.RetryAfter)
 		u.mu.Lock()
 		if len(u.failed) < 4*u.cfg.Window {
 			u.failed[key] = it.Time
@@ -462,6 +499,17 @@ func (u *Uplink) finish(it *Item, r Result, el time.Duration) {
 	if err := u.acker.Ack(a); err != nil && !errors.Is(err, groups.ErrUnknownGroup) {
 		u.logger.Debug("ack to group", "err", err)
 	}
+}
+
+// retryWait is the wait before sending again after a failure: the backoff,
+// or longer when the upstream asked for it (Retry-After), that request
+// capped at retry_after_max (0: ignored). A request honoured is counted.
+func (u *Uplink) retryWait(backoff, asked time.Duration) time.Duration {
+	if asked <= 0 || u.cfg.RetryAfterMax <= 0 {
+		return backoff
+	}
+	u.stats.retryAfter.Add(1)
+	return max(backoff, min(asked, u.cfg.RetryAfterMax))
 }
 
 // RetryDelay is the delay before the delivery after the deliveries-th.
@@ -501,21 +549,30 @@ type Stats struct {
 	// LagRecords: durable records of the group not yet acknowledged
 	// upstream (filled by the node from the group's stats).
 	LagRecords uint64 `json:"lag_records"`
-	Held       int    `json:"held"` // records queued or awaiting the upstream
-	Window     int    `json:"window"`
+	// LagBytes estimates the bytes of those records: each partition's lag
+	// in records times its mean stored record size (filled by the node).
+	LagBytes uint64 `json:"lag_bytes"`
+	// Leading: this node leads the uplink's group (always on a standalone
+	// node). Only the leader knows the lag: elsewhere both lags are 0.
+	Leading bool `json:"leading"`
+	Held    int  `json:"held"` // records queued or awaiting the upstream
+	Window  int  `json:"window"`
 	// OldestUnsent is the age of the oldest record the uplink holds or failed
 	// to send and has not sent since.
-	OldestUnsentSeconds float64       `json:"oldest_unsent_seconds"`
-	Delivered           uint64        `json:"delivered"`
-	Sent                uint64        `json:"sent"`
-	Acked               uint64        `json:"acked"`
-	AckedBytes          uint64        `json:"acked_bytes"`
-	Failed              uint64        `json:"failed"`
-	Retried             uint64        `json:"retried"`
-	DeadLetters         uint64        `json:"dead_letters"`
-	Refused             uint64        `json:"refused"`
-	LastError           string        `json:"last_error,omitempty"`
-	Latency             hist.Snapshot `json:"-"`
+	OldestUnsentSeconds float64 `json:"oldest_unsent_seconds"`
+	Delivered           uint64  `json:"delivered"`
+	Sent                uint64  `json:"sent"`
+	Acked               uint64  `json:"acked"`
+	AckedBytes          uint64  `json:"acked_bytes"`
+	Failed              uint64  `json:"failed"`
+	Retried             uint64  `json:"retried"`
+	DeadLetters         uint64  `json:"dead_letters"`
+	Refused             uint64  `json:"refused"`
+	// RetryAfter counts failures after which the uplink waited as the
+	// upstream asked (an HTTP Retry-After, capped at retry_after_max).
+	RetryAfter uint64        `json:"retry_after"`
+	LastError  string        `json:"last_error,omitempty"`
+	Latency    hist.Snapshot `json:"-"`
 }
 
 // Stats returns a snapshot.
@@ -524,7 +581,7 @@ func (u *Uplink) Stats() Stats {
 		Held: int(u.held.Load()), Window: u.cfg.Window,
 		Delivered: u.stats.delivered.Load(), Sent: u.stats.sent.Load(), Acked: u.stats.acked.Load(),
 		AckedBytes: u.stats.bytes.Load(), Failed: u.stats.failed.Load(), Retried: u.stats.retried.Load(),
-		DeadLetters: u.stats.dead.Load(), Refused: u.stats.refused.Load(), Latency: u.latency.Snapshot()}
+		DeadLetters: u.stats.dead.Load(), Refused: u.stats.refused.Load(), RetryAfter: u.stats.retryAfter.Load(), Latency: u.latency.Snapshot()}
 	u.mu.Lock()
 	s.State, s.LastError = u.state, u.lastErr
 	oldest := int64(0)

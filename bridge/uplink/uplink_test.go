@@ -90,7 +90,7 @@ func testConfig() Config {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // generous: CI machines may be loaded
+	deadline := time.Now().Add(60 * time.Second) // generous: only a failing test waits it out
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -100,6 +100,20 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// runUplink opens the uplink of cfg (its real transport) answering a fake
+// acker, runs it, and closes it when the test ends.
+func runUplink(t *testing.T, cfg Config) (*Uplink, *fakeAcker) {
+	t.Helper()
+	ack := &fakeAcker{}
+	u, err := Open(cfg, "gw", ack, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go u.Run(context.Background())
+	t.Cleanup(u.Close)
+	return u, ack
+}
 
 func TestOutcomesToAcks(t *testing.T) {
 	tr := &fakeTransport{answer: func(_ int, b []*Item, i int) Result {

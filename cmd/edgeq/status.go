@@ -384,10 +384,15 @@ func printBridges(w io.Writer, st, prev *gateway.Status, r rater) {
 			}
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintln(tw, "UPLINK	TYPE	STATE	LAG	HELD/WINDOW	OLDEST UNSENT	ACKED	ACKED/S	RETRIED	DEAD	LAST ERROR")
+		fmt.Fprintln(tw, "UPLINK	TYPE	STATE	LAG	LAG BYTES	HELD/WINDOW	OLDEST UNSENT	ACKED	ACKED/S	RETRIED	DEAD	LAST ERROR")
 		for _, u := range st.Uplinks {
 			pa, ok := prevAcked[u.Name]
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%.1fs\t%d\t%s\t%d\t%d\t%s\n", u.Name, u.Type, u.State, u.LagRecords, u.Held, u.Window,
+			// Only the group's leader knows the lag; elsewhere a 0 would lie.
+			lag, lagBytes := "-", "-"
+			if u.Leading {
+				lag, lagBytes = fmt.Sprint(u.LagRecords), human(int64(min(u.LagBytes, 1<<62)))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%.1fs\t%d\t%s\t%d\t%d\t%s\n", u.Name, u.Type, u.State, lag, lagBytes, u.Held, u.Window,
 				u.OldestUnsentSeconds, u.Acked, r.rate(pa, u.Acked, ok), u.Retried, u.DeadLetters, u.LastError)
 		}
 		tw.Flush()

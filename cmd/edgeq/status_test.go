@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"edgeq/bridge/uplink"
 	"edgeq/gateway"
 	"edgeq/gateway/metrics"
 )
@@ -123,5 +124,27 @@ func TestWatchStatus(t *testing.T) {
 				t.Error("plain frames are not separated by a blank line")
 			}
 		})
+	}
+}
+
+// TestPrintStatusUplinks: the UPLINK table shows the lag in records and
+// bytes on the node that leads the uplink's group, and "-" on one that does
+// not (its zeros would read as "nothing to send").
+func TestPrintStatusUplinks(t *testing.T) {
+	st := statusAt(2)
+	st.Uplinks = []uplink.Stats{
+		{Name: "cloud", Type: "nats", State: "up", Leading: true, LagRecords: 1200, LagBytes: 3 << 20, Held: 3, Window: 256, Acked: 97},
+		{Name: "lake", Type: "http", State: "up", Leading: false, Held: 0, Window: 100, Acked: 5},
+	}
+	var b bytes.Buffer
+	printStatus(&b, st, nil)
+	for _, re := range []string{
+		`^UPLINK\s+TYPE\s+STATE\s+LAG\s+LAG BYTES\s+HELD/WINDOW\s`,
+		`^cloud\s+nats\s+up\s+1200\s+3\.0MiB\s+3/256\s+0\.0s\s+97\s`,
+		`^lake\s+http\s+up\s+-\s+-\s+0/100\s+0\.0s\s+5\s`,
+	} {
+		if !regexp.MustCompile(`(?m)` + re).MatchString(b.String()) {
+			t.Errorf("no line matches %s in:\n%s", re, b.String())
+		}
 	}
 }

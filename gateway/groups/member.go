@@ -23,9 +23,11 @@ type Member interface {
 	Deliver(d *Delivery) bool
 }
 
-// Delivery is one stored record on its way to a member. Record's strings and
-// payload alias buffers that live on after Deliver returns but must not be
-// written; a member that keeps anything past the call copies it.
+// Delivery is one stored record on its way to a member. Record's strings,
+// headers and payload (and Raw) alias buffers that the member must not write
+// and that are valid only during the call: a record forwarded by a peer is
+// decoded in place from the connection's frame buffer, which is reused for
+// the next frame once Deliver returns. A member copies what it keeps.
 type Delivery struct {
 	Record *wal.Record // device, seq, ingest time, source, headers, payload
 	Raw    []byte      // the record as stored (a forward to a peer sends it as is)

@@ -15,7 +15,7 @@ func TestRenderUplinks(t *testing.T) {
 	h.Observe(3 * time.Millisecond)
 	s := richSnapshot(t, 2, 1)
 	s.Uplinks = []uplink.Stats{
-		{Name: "cloud", Type: "nats", State: "up", Connected: true, LagRecords: 12, Held: 3, Window: 256,
+		{Name: "cloud", Type: "nats", State: "up", Connected: true, LagRecords: 12, LagBytes: 4096, Leading: true, RetryAfter: 2, Held: 3, Window: 256,
 			OldestUnsentSeconds: 1.5, Sent: 100, Acked: 97, AckedBytes: 9700, Failed: 3, Retried: 3, Latency: h.Snapshot()},
 		{Name: `we"b`, Type: "http", State: "down"},
 	}
@@ -23,6 +23,10 @@ func TestRenderUplinks(t *testing.T) {
 	mustLint(t, got)
 	for _, want := range []string{
 		`edgeq_uplink_lag_records{uplink="cloud",type="nats"} 12`,
+		`edgeq_uplink_lag_bytes{uplink="cloud",type="nats"} 4096`,
+		`edgeq_uplink_leading{uplink="cloud",type="nats"} 1`,
+		`edgeq_uplink_leading{uplink="we\"b",type="http"} 0`,
+		`edgeq_uplink_retry_after_total{uplink="cloud",type="nats"} 2`,
 		`edgeq_uplink_state{uplink="cloud",type="nats",state="up"} 1`,
 		`edgeq_uplink_state{uplink="we\"b",type="http",state="down"} 1`,
 		`edgeq_uplink_acked_total{uplink="cloud",type="nats"} 97`,
