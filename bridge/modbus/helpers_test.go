@@ -150,9 +150,9 @@ type wire struct {
 	flipped    atomic.Int32
 	// armed: a request went to the slave and its response is not
 	// corrupted yet.
-	armed atomic.Bool
-	charTime   time.Duration // 0: no pacing
-	wg         sync.WaitGroup
+	armed    atomic.Bool
+	charTime time.Duration // 0: no pacing
+	wg       sync.WaitGroup
 }
 
 func newWire(t testing.TB, charTime time.Duration) *wire {
