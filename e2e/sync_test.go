@@ -89,3 +89,23 @@ func publishUntil(t *testing.T, what string, pub func(), got <-chan string) stri
 		}
 	}
 }
+
+// waitProgress waits until done, failing only when progress (a count that
+// grows while work is being done) stands still for stall, or after max: how
+// fast a backlog drains depends on the machine, a stall does not.
+func waitProgress(t testing.TB, what string, stall, max time.Duration, progress func() int, done func() bool) {
+	t.Helper()
+	start, last, lastChange := time.Now(), progress(), time.Now()
+	for !done() {
+		if p := progress(); p != last {
+			last, lastChange = p, time.Now()
+		}
+		if time.Since(lastChange) > stall {
+			t.Fatalf("waiting for %s: no progress for %v (at %d after %v)", what, stall, last, time.Since(start).Round(time.Second))
+		}
+		if time.Since(start) > max {
+			t.Fatalf("waiting for %s: not done after %v (at %d)", what, max, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
