@@ -335,8 +335,14 @@ func TestQueueGroupManyWorkers(t *testing.T) {
 }
 
 func TestAckTokensAndRedelivery(t *testing.T) {
-	n := newNode(t, "queue:\n  ack_wait: 1s\n  max_deliver: 3\n")
+	// The in-progress message is worked on for twice ack_wait with a
+	// heartbeat every sixth of it: a redelivery then means the heartbeats
+	// do not work, not that a loaded machine delayed one (with ack_wait 1s
+	// and a heartbeat every 500ms, a 500ms stall was enough).
+	const ackWait = 3 * time.Second
+	n := newNode(t, fmt.Sprintf("queue:\n  ack_wait: %s\n  max_deliver: 3\n", ackWait))
 	n.start()
+	wpiDone, wpiOnce := make(chan struct{}), sync.Once{}
 	type seen struct {
 		worker     string
 		deliveries string
@@ -361,11 +367,12 @@ func TestAckTokensAndRedelivery(t *testing.T) {
 				}
 			case "wpi":
 				go func() {
-					for i := 0; i < 4; i++ {
-						time.Sleep(500 * time.Millisecond)
+					for i := 0; i < 12; i++ {
+						time.Sleep(ackWait / 6)
 						m.InProgress()
 					}
 					m.Ack()
+					wpiOnce.Do(func() { close(wpiDone) }) // a redelivery (the failure below) runs this again
 				}()
 				return
 			case "term":
@@ -412,7 +419,11 @@ func TestAckTokensAndRedelivery(t *testing.T) {
 		defer mu.Unlock()
 		return len(got["timeout"]) >= 2 && len(got["nak"]) >= 2 && len(got["plain"]) >= 1
 	})
-	time.Sleep(2500 * time.Millisecond) // past the in-progress message's life
+	select { // past the in-progress message's life
+	case <-wpiDone:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the in-progress worker did not finish")
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if ds := got["timeout"]; ds[1].deliveries != "2" || ds[0].worker == ds[1].worker {
