@@ -26,7 +26,9 @@ import (
 // mount that drops whatever was not fsynced (internal/powerfs), publishers
 // with pub-acks and acking workers, then a power cut at a chosen moment,
 // kill -9 and a restart, round after round.
-// EDGEQ_E2E_POWERCUT_ROUNDS sets the number of rounds (make powercut ROUNDS=1000).
+// EDGEQ_E2E_POWERCUT_ROUNDS sets the number of rounds (make powercut ROUNDS=1000),
+// EDGEQ_E2E_POWERCUT_SEED the seed of the cut moments (default 1, the same
+// every run).
 
 // mountPowerFS mounts a power-cut file system; without FUSE or root the test
 // skips (fails with CI=true).
