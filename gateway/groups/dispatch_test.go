@@ -225,7 +225,9 @@ func TestRedeliveryNakTermAndDeadLetter(t *testing.T) {
 	defer l.Close()
 	cfg := queue.DefaultConfig()
 	cfg.Deliver = queue.DeliverAll
-	cfg.AckWait = 300 * time.Millisecond
+	// ack_wait 2s: with 300ms and an in-progress every 50ms, a loaded
+	// machine (race detector, load 30) still let it expire 3 runs of 3.
+	cfg.AckWait = 2 * time.Second
 	cfg.MaxDeliver = 3
 	var dlqMu sync.Mutex
 	var dlq []map[string]string
@@ -247,14 +249,14 @@ func TestRedeliveryNakTermAndDeadLetter(t *testing.T) {
 			return answer{kind: AckNak, nakDelay: 50 * time.Millisecond}
 		case strings.HasPrefix(d.payload, "wpi") && d.deliveries == 1:
 			// in progress again and again, spanning more than ack_wait, then ack
-			// (every 50ms: well inside the 300ms ack_wait on a loaded machine)
+			// (every 100ms: a stall of 1.9s would be needed to miss ack_wait)
 			go func() {
-				for i := 0; i < 9; i++ {
-					time.Sleep(50 * time.Millisecond)
+				for i := 0; i < 30; i++ {
+					time.Sleep(100 * time.Millisecond)
 					reg.Ack(Ack{Handle: d.handle, Kind: AckInProgress})
 				}
 			}()
-			return ackAfter(500 * time.Millisecond)
+			return ackAfter(3 * time.Second)
 		case strings.HasPrefix(d.payload, "term"):
 			return answer{kind: AckTerm}
 		case strings.HasPrefix(d.payload, "poison"):
