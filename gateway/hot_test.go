@@ -110,7 +110,10 @@ func startHotRig(t *testing.T, dir string, w *hotWorld) *hotRig {
 func (r *hotRig) stop() {
 	r.cancel()
 	<-r.done
-	r.reg.Drain(time.Now().Add(2 * time.Second))
+	// Drain returns once the runner has stopped; the deadline only bounds
+	// a hang. 2s was too little on a loaded machine: the runner went on
+	// delivering after the test ended (a race report) or beside the next rig.
+	r.reg.Drain(time.Now().Add(30 * time.Second))
 	r.log.Close()
 }
 
