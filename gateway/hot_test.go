@@ -176,7 +176,8 @@ func TestHotDeviceIsolationEndToEnd(t *testing.T) {
 	rig := startHotRig(t, dir, w)
 	// At least 3s at 20x, and on until the detector (a periodic check that
 	// a loaded machine runs late) has moved it.
-	isolated := func() bool { return rig.log.DevicePartition("hot") == rig.log.HotPartition("hot") }
+	first := rig.log // not rig: the test reassigns it below
+	isolated := func() bool { return first.DevicePartition("hot") == first.HotPartition("hot") }
 	produceUntil(t, rig.ingest, 100, 3*time.Second, 30*time.Second, isolated)
 	if p := rig.log.DevicePartition("hot"); !isolated() {
 		t.Fatalf("hot device still in partition %d after 30s at 20x", p)
