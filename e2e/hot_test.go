@@ -257,7 +257,9 @@ func runHotScenario(t *testing.T, isolation bool) {
 			acked[payload] = a
 		}
 	}
-	waitFor(t, "every pub-acked message delivered", 60*time.Second, func() bool { return tr.distinct() >= len(acked) })
+	// H's backlog drains at its handler's pace, slower on a loaded machine.
+	waitProgress(t, "every pub-acked message delivered", 60*time.Second, 15*time.Minute, tr.distinct,
+		func() bool { return tr.distinct() >= len(acked) })
 	close(stopWatch)
 	<-watched
 	tr.mu.Lock()
@@ -332,8 +334,15 @@ func runHotScenario(t *testing.T, isolation bool) {
 	if len(mates) == 0 {
 		t.Errorf("no neighbour shares H's partition %d", home)
 	}
-	if p99 > hotP99Bound || allP99 > hotP99Bound {
-		t.Errorf("neighbours' p99 %v (all devices %v), want < %v", p99, allP99, hotP99Bound)
+	// A stall shows as H's neighbours waiting far longer than the devices
+	// of the other partitions, which share only the workers with H (H's
+	// backlog would hold them seconds). hotP99Bound holds on an idle
+	// machine; on a loaded one every device is late, so the neighbours are
+	// held to 4x the others' p99 when that is more.
+	otherP99, _, otherCount := lat.p99(func(dev string) bool { return dev != "hot-h" && !mates[dev] })
+	if bound := max(hotP99Bound, 4*otherP99); p99 > bound {
+		t.Errorf("H's neighbours' p99 %v, the other partitions' devices' %v over %d messages (all devices %v): want < %v",
+			p99, otherP99, otherCount, allP99, bound)
 	}
 	if tr.problems > 0 {
 		t.Errorf("%d order problems", tr.problems)

@@ -77,7 +77,7 @@ func TestCLIPubSubStatus(t *testing.T) {
 		out, _ := runCmd(edgeqBin, "sub", "--server", n.url(), "--queue", "cli", "--count", "2")
 		subOut <- out
 	}()
-	time.Sleep(500 * time.Millisecond)
+	waitMembers(t, n, "cli", 1) // the group starts at deliver: new
 	for i := 1; i <= 2; i++ {
 		out, err := runCmd(edgeqBin, "pub", "--server", n.url(), "meter-7", fmt.Sprintf("reading %d", i))
 		if err != nil || !strings.Contains(out, fmt.Sprintf(`"seq":%d`, i)) {

@@ -231,8 +231,12 @@ func (n *node) stop() int {
 	return n.cmd.ProcessState.ExitCode()
 }
 
+// waitFor polls cond until it holds. timeout only bounds a hang: a wait
+// is never shorter than waitFloor, since what takes a second on an idle
+// machine can take ten at a load of 30.
 func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
+	timeout = max(timeout, waitFloor)
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -241,6 +245,8 @@ func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+const waitFloor = 60 * time.Second
 
 // requireTool finds an external program; missing is a skip, or a failure
 // with CI=true.

@@ -27,7 +27,7 @@ func TestSerialToWorker(t *testing.T) {
 	n.start()
 	tr := newTracker(t)
 	startWorker(t, n.url(), "w", tr, func() {})
-	time.Sleep(300 * time.Millisecond) // the port opens on its own schedule
+	waitSerialOpen(t, n, "bench1") // the port opens on its own schedule
 	for i := 1; i <= 20; i++ {
 		fmt.Fprintf(sensor, "probe-%d,temp=%d.5,ok=true\n", i%2, i)
 		if i == 10 {

@@ -148,8 +148,11 @@ type wire struct {
 	edgeSlave  *os.File
 	flips      atomic.Int32 // responses still to corrupt
 	flipped    atomic.Int32
-	charTime   time.Duration // 0: no pacing
-	wg         sync.WaitGroup
+	// armed: a request went to the slave and its response is not
+	// corrupted yet.
+	armed    atomic.Bool
+	charTime time.Duration // 0: no pacing
+	wg       sync.WaitGroup
 }
 
 func newWire(t testing.TB, charTime time.Duration) *wire {
@@ -210,6 +213,7 @@ func (w *wire) fromEdge(m *os.File) {
 		if err != nil {
 			return
 		}
+		w.armed.Store(true)
 		w.pace(w.slaveSide, buf[:n])
 	}
 }
@@ -224,9 +228,25 @@ func (w *wire) fromSlave() {
 		if err != nil {
 			return
 		}
-		if n >= 5 && w.flips.Load() > 0 && w.flips.Add(-1) >= 0 {
-			buf[n-3] ^= 0x10
-			w.flipped.Add(1)
+		if w.flips.Load() > 0 && w.armed.CompareAndSwap(true, false) {
+			// A response can come in several reads on a loaded machine:
+			// gather the whole frame, so that the flip lands before its CRC
+			// and each flip corrupts one response.
+			for {
+				want := relayFrameLen(buf[:n])
+				if want > 0 && n >= want || want == 0 && n >= 3 || n == len(buf) {
+					break // whole, or not a frame this relay knows (passed on as it is)
+				}
+				m, err := w.slaveSide.Read(buf[n:])
+				if err != nil {
+					return
+				}
+				n += m
+			}
+			if want := relayFrameLen(buf[:n]); want >= 5 && want <= n && w.flips.Add(-1) >= 0 {
+				buf[want-3] ^= 0x10
+				w.flipped.Add(1)
+			}
 		}
 		w.mu.Lock()
 		m := w.edgeMaster
@@ -235,6 +255,24 @@ func (w *wire) fromSlave() {
 			w.pace(m, buf[:n]) // unplugged: the bytes are lost, as on a cable
 		}
 	}
+}
+
+// relayFrameLen is the length of the RTU response that b begins: 0 while b
+// is too short to tell, or for a function this relay does not know.
+func relayFrameLen(b []byte) int {
+	if len(b) < 2 {
+		return 0
+	}
+	switch fn := b[1]; {
+	case fn&0x80 != 0:
+		return 5 // unit, function, exception code, CRC
+	case fn >= 1 && fn <= 4:
+		if len(b) < 3 {
+			return 0
+		}
+		return 3 + int(b[2]) + 2
+	}
+	return 0
 }
 
 // pace writes b, a character at a time at the wire's baud rate.
@@ -305,7 +343,7 @@ func startBus(t testing.TB, cfg Config, l *wal.Log) *Bus {
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second) // bounds a hang only
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

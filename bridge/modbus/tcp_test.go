@@ -20,7 +20,7 @@ func TestTCPAgainstPymodbus(t *testing.T) {
 	c := DefaultConfig()
 	c.Name = "plc"
 	c.TCP = &TCP{Address: fmt.Sprintf("127.0.0.1:%d", s.port)}
-	c.Timeout = 200 * time.Millisecond
+	c.Timeout = time.Second // unit 42 must time out; 200ms timed out live units under load
 	c.Retries = 1
 	for u := 1; u <= 3; u++ {
 		c.Devices = append(c.Devices, Device{Unit: u, Device: fmt.Sprintf("plc-%d", u), Interval: 50 * time.Millisecond, Registers: testMap()})
@@ -74,6 +74,7 @@ func TestReadOnce(t *testing.T) {
 	c.TCP = &TCP{Address: fmt.Sprintf("127.0.0.1:%d", s.port)}
 	regs := append(testMap()[8:11], Register{Name: "missing", Function: HoldingRegister, Address: 40, Type: Uint16})
 	c.Devices = []Device{{Unit: 5, Device: "m5", Registers: regs}}
+	c.Timeout = 10 * time.Second // one poll: a timeout under load would fail the test
 	rs, err := ReadOnce(context.Background(), c, testLogger(t))
 	if err != nil {
 		t.Fatal(err)

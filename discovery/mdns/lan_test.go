@@ -19,7 +19,7 @@ import (
 //  2. gw-2 stops: its goodbye removes it from gw-1 and gw-3 within 2 s,
 //     although their expiry is 30 s and 180 s.
 //  3. gw-2 restarts with announcements: gw-3, whose next browse is a minute
-//     away, lists it within 3 s. The sniffer sees two announcements 1 s
+//     away, lists it within 15 s. The sniffer sees two announcements 1 s
 //     apart and the goodbye before them, as RFC 6762 asks.
 //  4. A legacy query gets a conventional unicast answer, a direct unicast
 //     query a unicast answer, and a QM query multicast answers from every
@@ -100,9 +100,9 @@ func TestDiscoveryOnALAN(t *testing.T) {
 	restartAt := time.Now()
 	n2 = node(1, "alpha", "ANNOUNCE=2", "BROWSE_INTERVAL=60s")
 	n2.waitKey("READY", waitWindow)
-	n3.waitPeers(3*time.Second, "gw-1", "gw-2")
+	n3.waitPeers(15*time.Second, "gw-1", "gw-2") // well before gw-3's next browse, a minute away; 3s was a speed bound
 	t.Logf("gw-3 listed the restarted gw-2 %v after its start", time.Since(restartAt))
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // bounds a hang only
 	var ann []sniffed
 	for time.Now().Before(deadline) {
 		if ann = sniffedResponses(t, sniff, l.addr(1)+":5353")[1:]; len(ann) >= 2 {
@@ -113,7 +113,9 @@ func TestDiscoveryOnALAN(t *testing.T) {
 	if len(ann) != 2 {
 		t.Fatalf("announcements from gw-2: %d, want 2", len(ann))
 	}
-	if gap := ann[1].At.Sub(ann[0].At); gap < 900*time.Millisecond || gap > 1500*time.Millisecond {
+	// One second apart (RFC 6762 8.3): never sooner; later only by as
+	// much as a loaded machine delays a timer.
+	if gap := ann[1].At.Sub(ann[0].At); gap < 900*time.Millisecond || gap > 5*time.Second {
 		t.Errorf("announcements %v apart, want 1 s", gap)
 	}
 	for _, a := range ann {
@@ -152,7 +154,7 @@ func TestDiscoveryOnALAN(t *testing.T) {
 	before := len(sniffedResponses(t, sniff, ""))
 	sniff.send("qm _edgeq._tcp.local. PTR")
 	var answers []sniffed
-	deadline = time.Now().Add(3 * time.Second)
+	deadline = time.Now().Add(30 * time.Second) // bounds a hang only
 	for time.Now().Before(deadline) && len(answers) < 5 {
 		time.Sleep(50 * time.Millisecond)
 		answers = sniffedResponses(t, sniff, "")[before:]

@@ -60,7 +60,7 @@ func startClusterNode(t *testing.T, id string, prio int, dir, listen string, pee
 	mgr, err := NewManager(ManagerConfig{
 		Identity: Identity{Cluster: "plant", Node: id, Secret: []byte(secret)}, Priority: prio,
 		Listen: listen, Peers: peers, HeartbeatInterval: 50 * time.Millisecond,
-		FailureTimeout: 300 * time.Millisecond, DialInterval: 50 * time.Millisecond, Logger: quiet,
+		FailureTimeout: testFailureTimeout, DialInterval: 50 * time.Millisecond, Logger: quiet,
 	}, h)
 	if err != nil {
 		t.Fatal(err)

@@ -225,8 +225,8 @@ func TestRedeliveryNakTermAndDeadLetter(t *testing.T) {
 	defer l.Close()
 	cfg := queue.DefaultConfig()
 	cfg.Deliver = queue.DeliverAll
-	// ack_wait is 2 s: at 300 ms a loaded -race run let a prompt ack or a
-	// heartbeat arrive late and saw a third delivery.
+	// ack_wait 2s: with 300ms and an in-progress every 50ms, a loaded
+	// machine (race detector, load 30) still let it expire 3 runs of 3.
 	cfg.AckWait = 2 * time.Second
 	cfg.MaxDeliver = 3
 	var dlqMu sync.Mutex
@@ -249,10 +249,10 @@ func TestRedeliveryNakTermAndDeadLetter(t *testing.T) {
 			return answer{kind: AckNak, nakDelay: 50 * time.Millisecond}
 		case strings.HasPrefix(d.payload, "wpi") && d.deliveries == 1:
 			// in progress again and again, spanning more than ack_wait, then ack
-			// (every 200ms: well inside the 2s ack_wait on a loaded machine)
+			// (every 100ms: a stall of 1.9s would be needed to miss ack_wait)
 			go func() {
-				for i := 0; i < 15; i++ {
-					time.Sleep(200 * time.Millisecond)
+				for i := 0; i < 30; i++ {
+					time.Sleep(100 * time.Millisecond)
 					reg.Ack(Ack{Handle: d.handle, Kind: AckInProgress})
 				}
 			}()

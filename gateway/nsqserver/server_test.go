@@ -190,9 +190,11 @@ func TestReqTouch(t *testing.T) {
 		case 1:
 			m.RequeueWithoutBackoff(300 * time.Millisecond)
 		case 2:
-			// Hold it past msg_timeout (2s), touching it.
-			for range 6 {
-				time.Sleep(500 * time.Millisecond)
+			// Hold it past msg_timeout (2s), touching it: every 250ms,
+			// so that only a stall of 1.75s (not 1.5s) on a loaded
+			// machine could let the timeout expire between two touches.
+			for range 12 {
+				time.Sleep(250 * time.Millisecond)
 				m.Touch()
 			}
 			m.Finish()
@@ -220,7 +222,7 @@ func TestReqTouch(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // bounds a hang only
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not met in time")
