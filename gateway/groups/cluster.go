@@ -423,6 +423,11 @@ func (r *Registry) DeadLettered(key GroupKey, d *Delivery, reason string) {
 
 // ServePosition answers a leader's POSITION for key: the next offset per
 // local partition, after recording a start if the group is new here.
+//
+// Another node's leader reads this node's partitions from now on, so the
+// group is no longer fresh here: should this node lead it later (a
+// failover), what is past the commits may have been delivered by that
+// leader, and its first deliveries say so.
 func (r *Registry) ServePosition(key GroupKey, deliverAll bool) ([]uint64, error) {
 	cc := r.cfg.Defaults
 	if deliverAll {
@@ -431,6 +436,7 @@ func (r *Registry) ServePosition(key GroupKey, deliverAll bool) ([]uint64, error
 	r.mu.Lock()
 	g, created, err := r.ensureGroup(GroupConfig{Key: key, Core: cc})
 	if err == nil {
+		g.fresh = false
 		_, err = r.recordStart(g)
 	}
 	r.mu.Unlock()

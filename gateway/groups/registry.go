@@ -110,8 +110,10 @@ type group struct {
 	run       *runner                           // nil unless delivering here
 	leading   bool                              // Lead without StepDown (cluster) or always (standalone)
 	lastEmpty time.Time                         // when the group last had no member anywhere; zero while it has
-	// fresh: created by this process with no position stored before, so
-	// its first run has nothing that may have been delivered before.
+	// fresh: created by this process with no position stored before, and
+	// no other node's leader has read this node's partitions for it
+	// (ServePosition clears it), so its first run has nothing that may
+	// have been delivered before.
 	fresh bool
 	// declaredBy lists the peers that declare the group in their
 	// configuration: it does not expire here either. Bound: MaxPeers.
