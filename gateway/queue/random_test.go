@@ -102,7 +102,7 @@ type model struct {
 	firstSeq    map[devKey]uint64 // last seq first-delivered per (node, device)
 	sticky      map[string]stickyRec
 	draining    bool
-	withdrawing bool           // the drain is a Withdraw: nothing may be delivered
+	withdrawing bool // the drain is a Withdraw: nothing may be delivered
 	drained     bool
 	marks       map[int]uint64 // highest offset delivered per partition: a drain delivers nothing above it
 	instCommits map[int]uint64
