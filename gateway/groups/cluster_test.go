@@ -656,3 +656,40 @@ func TestClusterNewLeaderFlagsWhatTheOldOneHeld(t *testing.T) {
 	}
 	<-b.reg.StepDown(key, true, time.Now().Add(time.Second))
 }
+
+// TestClusterQuiesceWaitsForHeldForwards: a node that stops reports its
+// members with credit 0 (the leader forwards them nothing more) and waits
+// until they have answered what the leader forwarded them.
+func TestClusterQuiesceWaitsForHeldForwards(t *testing.T) {
+	cfg := queue.DefaultConfig()
+	cfg.Deliver = queue.DeliverAll
+	_, nodes := newMemCluster(t, cfg, "a", "b")
+	a, b := nodes["a"], nodes["b"]
+	key := GroupKey{Filter: "telemetry.>", Queue: "q"}
+	wb := &holdingMember{}
+	join(t, b.reg, key, "wb", wb, 100)
+	publishOn(t, b.log, "b-dev-", 4, 3)
+	if err := a.reg.Lead(key); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b's member holding one message per device", 10*time.Second, func() bool { return wb.count() == 4 })
+	if got := b.reg.Counters().ForwardsHeld; got != 4 {
+		t.Fatalf("forwards held %d, want 4", got)
+	}
+	b.reg.Quiesce()
+	ms, _, _, _ := b.reg.LocalMembers(key)
+	if len(ms) != 1 || ms[0].Credit != 0 {
+		t.Fatalf("quiescing node reports members %+v, want one with credit 0", ms)
+	}
+	if b.reg.WaitForwards(time.Now().Add(300 * time.Millisecond)) {
+		t.Fatal("WaitForwards returned true with 4 forwards unanswered")
+	}
+	wb.release(b.reg)
+	if !b.reg.WaitForwards(time.Now().Add(10 * time.Second)) {
+		t.Fatalf("WaitForwards still waiting after every forward was answered (held %d)", b.reg.Counters().ForwardsHeld)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := wb.count(); n != 4 {
+		t.Fatalf("leader forwarded %d messages to a member reported with credit 0, want the 4 it held", n)
+	}
+}
