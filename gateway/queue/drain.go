@@ -16,15 +16,16 @@ import (
 // would hold the final commit below records already delivered and acked,
 // and the next leader would deliver those again.
 //
-// The drain completes when nothing is in flight and nothing below a mark
-// waits for a timer (a nak delay of a nak made while draining), or at
-// deadline (observed by Tick or any later input). Unfinished records below
-// a mark that no member can take (no member with credit) do not hold it
-// up. The next Ready then carries the final Commit actions and Drained; the
-// group takes no more input. Calling Drain again moves the deadline.
+// Records set aside below a mark (aside.go) are read again (Refetch) and
+// delivered the same way; nothing else is read.
 //
-// Records set aside (aside.go) are not read again while draining: a device
-// with records set aside below a mark leaves a gap there.
+// The drain completes when nothing is in flight, nothing below a mark waits
+// for a timer (a nak delay of a nak made while draining) and no re-read
+// below a mark is due or outstanding, or at deadline (observed by Tick or
+// any later input). Unfinished records below a mark that no member can
+// take (no member with credit) do not hold it up. The next Ready then
+// carries the final Commit actions and Drained; the group takes no more
+// input. Calling Drain again moves the deadline.
 func (g *Group) Drain(deadline, now time.Time) error { return g.startDrain(deadline, now, false) }
 
 // Withdraw is the hand-over of a leader that has been deposed: a newer one
@@ -79,10 +80,21 @@ func (g *Group) checkDrain() {
 	}
 	g.dispatch()
 	// Every timer left is a nak delay while nothing is in flight.
-	if g.now >= g.drainDeadline || (g.inFlight == 0 && (g.withdrawing || len(g.timers) == 0)) {
+	if g.now >= g.drainDeadline || (g.inFlight == 0 && (g.withdrawing || (len(g.timers) == 0 && !g.rereading()))) {
 		g.drained = true
 		g.drainedPending = true
 	}
+}
+
+// rereading reports whether records set aside below a mark are being read
+// again, or are due to be.
+func (g *Group) rereading() bool {
+	for i := range g.parts {
+		if g.parts[i].refetching || g.refetchDue(int32(i)) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // drainDelivers reports whether a draining group may deliver now (before

@@ -356,7 +356,7 @@ func (m *model) answerRefetch(all bool) bool {
 		if err := m.g.Refetched(p, msgs, next, m.now); err != nil {
 			m.fail("refetched p%d: %v", p, err)
 		}
-		if !m.draining {
+		if !m.withdrawing { // a drain takes re-read records too
 			for _, r := range msgs {
 				m.fetched[r.Ref()] = true
 			}
@@ -539,9 +539,12 @@ func (m *model) drainAndRestart() {
 		if i > 100 {
 			m.fail("drain did not complete")
 		}
-		if len(m.flight) > 0 && m.rng.IntN(2) == 0 {
+		switch r := m.rng.IntN(4); {
+		case r < 2 && len(m.flight) > 0:
 			m.acknowledge("ack")
-		} else {
+		case r == 2 && len(m.refetch) > 0:
+			m.answerRefetch(false)
+		default:
 			m.advance(time.Duration(1+m.rng.IntN(5)) * time.Second)
 		}
 		m.pump()
@@ -564,8 +567,11 @@ func (m *model) pump() {
 				if _, dup := m.refetch[f.Partition]; dup {
 					m.fail("second outstanding refetch for p%d", f.Partition)
 				}
+				if m.withdrawing {
+					m.fail("refetch while withdrawing: %+v", f)
+				}
 				if m.draining {
-					m.fail("refetch while draining: %+v", f)
+					m.counts["re-reads while draining"]++
 				}
 				m.logf("refetch p%d from %d max %d", f.Partition, f.From, f.MaxMsgs)
 				m.refetch[f.Partition] = f
