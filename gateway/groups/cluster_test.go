@@ -598,13 +598,13 @@ func TestClusterNewLeaderFlagsWhatTheOldOneHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	// a positions b's partitions before anything is published (deliver: new).
-	waitFor(t, "a reading b's partitions", 10*time.Second, func() bool {
+	waitFor(t, "a reading b's partitions", 30*time.Second, func() bool {
 		st := a.reg.Stats()
 		return len(st) == 1 && len(st[0].Core.Partitions) > a.log.NumPartitions()
 	})
 	const devices = 3
 	publishOn(t, b.log, "b-dev-", devices, 2)
-	waitFor(t, "a's deliveries of b's records held by the member", 10*time.Second, func() bool {
+	waitFor(t, "a's deliveries of b's records held by the member", 30*time.Second, func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return len(m.got) == devices
@@ -629,7 +629,7 @@ func TestClusterNewLeaderFlagsWhatTheOldOneHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	var newGID int
-	waitFor(t, "b delivering its records", 10*time.Second, func() bool {
+	waitFor(t, "b delivering its records", 30*time.Second, func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		n := 0
@@ -672,7 +672,7 @@ func TestClusterQuiesceWaitsForHeldForwards(t *testing.T) {
 	if err := a.reg.Lead(key); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "b's member holding one message per device", 10*time.Second, func() bool { return wb.count() == 4 })
+	waitFor(t, "b's member holding one message per device", 30*time.Second, func() bool { return wb.count() == 4 })
 	if got := b.reg.Counters().ForwardsHeld; got != 4 {
 		t.Fatalf("forwards held %d, want 4", got)
 	}
