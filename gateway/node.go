@@ -453,9 +453,19 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 				n.logger.Warn("stop modbus bus", "bus", b.Name(), "err", err)
 			}
 		}
-		// Groups stop delivering and wait for in-flight acks while the
-		// connections are still open to carry them.
+		// In a cluster, the leaders elsewhere hear that this node's members
+		// take nothing more (credit 0). Groups led here hand over: they
+		// deliver what is unfinished below what they delivered and wait for
+		// in-flight acks while the connections are still open to carry
+		// them. Then the members answer what other nodes' leaders forwarded
+		// them before their connections close, so nothing they finished is
+		// delivered again elsewhere.
+		n.queues.Quiesce()
 		n.queues.Drain(deadline)
+		if !n.queues.WaitForwards(deadline) {
+			n.logger.Warn("stopping with forwarded deliveries unanswered: their leaders deliver them again",
+				"held", n.queues.Counters().ForwardsHeld)
+		}
 		n.closeUplinks()
 		ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(time.Second))
 		defer cancel()

@@ -170,13 +170,16 @@ func (r *Registry) Lead(key GroupKey) error {
 }
 
 // StepDown stops delivering group key here: the runner drains until
-// deadline (stop reading and delivering, wait for in-flight
-// acknowledgements, commit at every owner), then stops. handOver says why:
-// a safe hand-over (the next leader waits for it), or a newer leader that
-// already exists (owners that have seen it refuse the commits; draining
-// still keeps a device from being in two workers' hands where it can, and a
-// new runner on this node starts only after it). The returned channel is
-// closed once the runner has stopped.
+// deadline, then stops. handOver says why: a safe hand-over (the next
+// leader waits for it), where the runner stops reading, delivers what is
+// unfinished below what it has delivered so the final commits cover every
+// delivery (queue.Group.Drain), waits for in-flight acknowledgements and
+// commits at every owner; or a newer leader that already exists, where it
+// delivers nothing more (queue.Group.Withdraw: owners that have seen the
+// newer leader refuse the commits; waiting still keeps a device from being
+// in two workers' hands where it can, and a new runner on this node starts
+// only after it). The returned channel is closed once the runner has
+// stopped.
 func (r *Registry) StepDown(key GroupKey, handOver bool, deadline time.Time) <-chan struct{} {
 	r.mu.Lock()
 	g := r.groups[key]
@@ -192,7 +195,8 @@ func (r *Registry) StepDown(key GroupKey, handOver bool, deadline time.Time) <-c
 		return done
 	}
 	go func() {
-		if err := run.send(event{kind: evDrain, drainUntil: deadline, done: make(chan error, 1)}); err != nil && !errors.Is(err, ErrGroupStopped) {
+		ev := event{kind: evDrain, drainUntil: deadline, withdraw: !handOver, done: make(chan error, 1)}
+		if err := run.send(ev); err != nil && !errors.Is(err, ErrGroupStopped) {
 			r.logger.Warn("drain on stepping down", "group", key.String(), "hand_over", handOver, "err", err)
 		}
 		run.waitStopped(deadline)
@@ -362,7 +366,11 @@ func (r *Registry) LocalMembers(key GroupKey) (members []RemoteMember, deliverAl
 		return nil, false, false, false
 	}
 	for id, lm := range g.local {
-		members = append(members, RemoteMember{ID: id, Credit: lm.credit})
+		credit := lm.credit
+		if r.quiescing {
+			credit = 0 // stopping: the leaders forward nothing more (held.go)
+		}
+		members = append(members, RemoteMember{ID: id, Credit: credit})
 	}
 	return members, g.cfg.Core.Deliver == queue.DeliverAll, g.cfg.Declared, true
 }
@@ -396,8 +404,12 @@ func (r *Registry) Forwarded(from string, key GroupKey, d *Delivery) {
 		}
 	}
 	r.mu.Unlock()
-	if m != nil && m.Deliver(d) {
-		return
+	if m != nil {
+		r.held.add(d.Ack) // before the member can answer
+		if m.Deliver(d) {
+			return
+		}
+		r.held.answered(d.Ack)
 	}
 	r.counters.forwardsRefused.Add(1)
 	r.cfg.Peers.RelayAck(from, Ack{Handle: d.Ack, Kind: ackGone})
@@ -423,6 +435,11 @@ func (r *Registry) DeadLettered(key GroupKey, d *Delivery, reason string) {
 
 // ServePosition answers a leader's POSITION for key: the next offset per
 // local partition, after recording a start if the group is new here.
+//
+// Another node's leader reads this node's partitions from now on, so the
+// group is no longer fresh here: should this node lead it later (a
+// failover), what is past the commits may have been delivered by that
+// leader, and its first deliveries say so.
 func (r *Registry) ServePosition(key GroupKey, deliverAll bool) ([]uint64, error) {
 	cc := r.cfg.Defaults
 	if deliverAll {
@@ -431,6 +448,7 @@ func (r *Registry) ServePosition(key GroupKey, deliverAll bool) ([]uint64, error
 	r.mu.Lock()
 	g, created, err := r.ensureGroup(GroupConfig{Key: key, Core: cc})
 	if err == nil {
+		g.fresh = false
 		_, err = r.recordStart(g)
 	}
 	r.mu.Unlock()

@@ -540,3 +540,156 @@ func TestClusterDeviceShareOnPeerPartition(t *testing.T) {
 	<-a.reg.StepDown(key, false, time.Now().Add(time.Second))
 	ma.wg.Wait()
 }
+
+// recordingMember notes every delivery (by device#seq: the leader's group
+// instance, the delivery count, the flag); it holds them unanswered until
+// answering is set.
+type recordingMember struct {
+	mu        sync.Mutex
+	reg       *Registry
+	answering bool
+	got       map[string][]Delivery // device#seq -> deliveries (Record and Raw cleared)
+}
+
+func (m *recordingMember) Deliver(d *Delivery) bool {
+	key := fmt.Sprintf("%s#%d", d.Record.Device, d.Record.Seq)
+	c := *d
+	c.Record, c.Raw = nil, nil
+	m.mu.Lock()
+	m.got[key] = append(m.got[key], c)
+	answering := m.answering
+	m.mu.Unlock()
+	if answering {
+		go m.reg.Ack(Ack{Handle: c.Ack, Kind: AckDone})
+	}
+	return true
+}
+
+// byGroup returns, per device#seq, the deliveries made by group instance gid.
+func (m *recordingMember) byGroup(gid int) map[string][]Delivery {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string][]Delivery{}
+	for k, ds := range m.got {
+		for _, d := range ds {
+			if d.Ack.Group == gid {
+				out[k] = append(out[k], d)
+			}
+		}
+	}
+	return out
+}
+
+// TestClusterNewLeaderFlagsWhatTheOldOneHeld: the group's only member is on
+// b, where the group was created by that member's subscribe (so it has no
+// earlier position there); a leads it and delivers b's records, which the
+// member holds. a dies with nothing committed; b leads and delivers its own
+// partitions again from the commits. Those first deliveries of b's run must
+// say Edgeq-Redelivered: maybe, although b itself never ran the group: an
+// earlier leader read b's partitions.
+func TestClusterNewLeaderFlagsWhatTheOldOneHeld(t *testing.T) {
+	cfg := queue.DefaultConfig()
+	net, nodes := newMemCluster(t, cfg, "a", "b")
+	a, b := nodes["a"], nodes["b"]
+	key := GroupKey{Filter: "telemetry.>", Queue: "q"}
+	m := &recordingMember{reg: b.reg, got: map[string][]Delivery{}}
+	join(t, b.reg, key, "m", m, 64)
+	if err := a.reg.Lead(key); err != nil {
+		t.Fatal(err)
+	}
+	// a positions b's partitions before anything is published (deliver: new).
+	waitFor(t, "a reading b's partitions", 30*time.Second, func() bool {
+		st := a.reg.Stats()
+		return len(st) == 1 && len(st[0].Core.Partitions) > a.log.NumPartitions()
+	})
+	const devices = 3
+	publishOn(t, b.log, "b-dev-", devices, 2)
+	waitFor(t, "a's deliveries of b's records held by the member", 30*time.Second, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.got) == devices
+	})
+	held := map[string]bool{}
+	var oldGID int
+	m.mu.Lock()
+	for k, ds := range m.got {
+		held[k] = true
+		oldGID = ds[0].Ack.Group
+	}
+	m.answering = true
+	m.mu.Unlock()
+
+	// a dies: nothing it delivered was acked, so nothing past b's start is committed.
+	net.mu.Lock()
+	net.down["a"] = true
+	net.mu.Unlock()
+	b.reg.PeerDown("a")
+	<-a.reg.StepDown(key, false, time.Now())
+	if err := b.reg.Lead(key); err != nil {
+		t.Fatal(err)
+	}
+	var newGID int
+	waitFor(t, "b delivering its records", 30*time.Second, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		n := 0
+		for _, ds := range m.got {
+			for _, d := range ds {
+				if d.Ack.Group != oldGID {
+					newGID = d.Ack.Group
+					n++
+				}
+			}
+		}
+		return n >= 2*devices
+	})
+	again := m.byGroup(newGID)
+	for k := range held {
+		ds := again[k]
+		if len(ds) == 0 {
+			t.Errorf("%s: held at a's crash but not delivered by b", k)
+			continue
+		}
+		if ds[0].Deliveries == 1 && !ds[0].MaybeDelivered {
+			t.Errorf("%s: delivered by a, then by b with Edgeq-Deliveries 1 and without the possibly-delivered flag", k)
+		}
+	}
+	<-b.reg.StepDown(key, true, time.Now().Add(time.Second))
+}
+
+// TestClusterQuiesceWaitsForHeldForwards: a node that stops reports its
+// members with credit 0 (the leader forwards them nothing more) and waits
+// until they have answered what the leader forwarded them.
+func TestClusterQuiesceWaitsForHeldForwards(t *testing.T) {
+	cfg := queue.DefaultConfig()
+	cfg.Deliver = queue.DeliverAll
+	_, nodes := newMemCluster(t, cfg, "a", "b")
+	a, b := nodes["a"], nodes["b"]
+	key := GroupKey{Filter: "telemetry.>", Queue: "q"}
+	wb := &holdingMember{}
+	join(t, b.reg, key, "wb", wb, 100)
+	publishOn(t, b.log, "b-dev-", 4, 3)
+	if err := a.reg.Lead(key); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b's member holding one message per device", 30*time.Second, func() bool { return wb.count() == 4 })
+	if got := b.reg.Counters().ForwardsHeld; got != 4 {
+		t.Fatalf("forwards held %d, want 4", got)
+	}
+	b.reg.Quiesce()
+	ms, _, _, _ := b.reg.LocalMembers(key)
+	if len(ms) != 1 || ms[0].Credit != 0 {
+		t.Fatalf("quiescing node reports members %+v, want one with credit 0", ms)
+	}
+	if b.reg.WaitForwards(time.Now().Add(300 * time.Millisecond)) {
+		t.Fatal("WaitForwards returned true with 4 forwards unanswered")
+	}
+	wb.release(b.reg)
+	if !b.reg.WaitForwards(time.Now().Add(10 * time.Second)) {
+		t.Fatalf("WaitForwards still waiting after every forward was answered (held %d)", b.reg.Counters().ForwardsHeld)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := wb.count(); n != 4 {
+		t.Fatalf("leader forwarded %d messages to a member reported with credit 0, want the 4 it held", n)
+	}
+}

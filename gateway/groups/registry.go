@@ -114,8 +114,10 @@ type group struct {
 	run       *runner                           // nil unless delivering here
 	leading   bool                              // Lead without StepDown (cluster) or always (standalone)
 	lastEmpty time.Time                         // when the group last had no member anywhere; zero while it has
-	// fresh: created by this process with no position stored before, so
-	// its first run has nothing that may have been delivered before.
+	// fresh: created by this process with no position stored before, and
+	// no other node's leader has read this node's partitions for it
+	// (ServePosition clears it), so its first run has nothing that may
+	// have been delivered before.
 	fresh bool
 	// declaredBy lists the peers that declare the group in their
 	// configuration: it does not expire here either. Bound: MaxPeers.
@@ -158,6 +160,11 @@ type Registry struct {
 	nextID  int
 	closed  bool
 	nodes   nodeTable
+	// quiescing: this node stops (Quiesce); its members are reported to
+	// the other nodes with credit 0.
+	quiescing  bool
+	quiescedAt time.Time
+	held       heldForwards // forwarded deliveries this node's members hold (held.go)
 
 	counters struct {
 		refusedDeliveries atomic.Uint64
@@ -453,6 +460,7 @@ func (r *Registry) Leave(key GroupKey, id queue.MemberID) {
 	run := g.run
 	r.mu.Unlock()
 	if r.clustered() {
+		r.held.left(gid)
 		r.cfg.Peers.MembersChanged(key)
 	}
 	if run != nil {
@@ -497,6 +505,9 @@ func (r *Registry) Ack(a Ack) error {
 	if a.Kind < AckDone || a.Kind > AckTerm {
 		r.counters.badAcks.Add(1)
 		return fmt.Errorf("%w: kind %d", ErrBadAck, a.Kind)
+	}
+	if a.Kind != AckInProgress && r.clustered() {
+		r.held.answered(a.Handle)
 	}
 	return r.ack(a, true)
 }
@@ -638,6 +649,10 @@ type Counters struct {
 	// this node's members could not take), acknowledgements relayed to
 	// leaders, commits stored at other nodes (and those that failed).
 	ForwardsIn, ForwardsRefused, AcksRelayed, RemoteCommits, RemoteCommitFailures uint64
+	// ForwardsHeld: forwarded deliveries this node's members hold
+	// unanswered (a gauge); ForwardsUntracked: those not tracked because
+	// the table was full (a stop does not wait for them).
+	ForwardsHeld, ForwardsUntracked uint64
 }
 
 // Counters returns registry-wide counts.
@@ -653,5 +668,7 @@ func (r *Registry) Counters() Counters {
 		AcksRelayed:          r.counters.acksRelayed.Load(),
 		RemoteCommits:        r.counters.remoteCommits.Load(),
 		RemoteCommitFailures: r.counters.remoteCommitFails.Load(),
+		ForwardsHeld:         uint64(r.held.count()),
+		ForwardsUntracked:    r.held.untracked.Load(),
 	}
 }

@@ -22,6 +22,7 @@ type event struct {
 	ack        Ack
 	done       chan error // answer for the sender; nil: nobody waits
 	drainUntil time.Time
+	withdraw   bool              // evDrain: a newer leader exists; deliver nothing more
 	node       string            // evPeerUp, evAttach, evCommitDone
 	starts     []uint64          // evAttach: next offset per partition of node
 	offsets    []PartitionOffset // evCommitDone
@@ -225,7 +226,11 @@ func (r *runner) handle(ctx context.Context, ev event, now time.Time) {
 			err = r.core.Term(h.Member, ref, h.Deliveries, now)
 		}
 	case evDrain:
-		err = r.core.Drain(ev.drainUntil, now)
+		if ev.withdraw {
+			err = r.core.Withdraw(ev.drainUntil, now)
+		} else {
+			err = r.core.Drain(ev.drainUntil, now)
+		}
 	case evPeerUp:
 		r.attach(ctx, ev.node, attachSettle)
 		r.confirmPeer(ctx, ev.node)

@@ -111,6 +111,8 @@ func renderCluster(e *enc, s *Snapshot) {
 	e.counter1("edgeq_cluster_forwards_received_total", d.ForwardsIn)
 	e.counter1("edgeq_cluster_forwards_refused_total", d.ForwardsRefused)
 	e.counter1("edgeq_cluster_acks_relayed_total", d.AcksRelayed)
+	e.gauge1("edgeq_cluster_forwards_held", d.ForwardsHeld)
+	e.counter1("edgeq_cluster_forwards_untracked_total", d.ForwardsUntracked)
 	e.family("edgeq_cluster_remote_commits_total", counter)
 	e.u("edgeq_cluster_remote_commits_total", d.RemoteCommits, "result", "ok")
 	e.u("edgeq_cluster_remote_commits_total", d.RemoteCommitFailures, "result", "failed")

@@ -109,6 +109,8 @@ var help = map[string]string{
 	"edgeq_cluster_forwards_received_total":            "Deliveries other nodes' leaders forwarded to this node's members.",
 	"edgeq_cluster_forwards_refused_total":             "Forwarded deliveries this node's members could not take.",
 	"edgeq_cluster_acks_relayed_total":                 "Acknowledgements relayed to the node that made the delivery.",
+	"edgeq_cluster_forwards_held":                      "Deliveries other nodes' leaders forwarded to this node's members that they have not answered yet (a stop waits for them).",
+	"edgeq_cluster_forwards_untracked_total":           "Forwarded deliveries not tracked as held because the table (65,536) was full; a stop does not wait for them.",
 	"edgeq_cluster_remote_commits_total":               "Committed offsets sent to the partitions' owner nodes, by result.",
 	"edgeq_group_leading":                              "Whether this node leads the queue group (1).",
 	"edgeq_group_forwards_total":                       "Deliveries this node, as leader, forwarded to members on other nodes; from 0 with each leadership.",

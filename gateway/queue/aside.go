@@ -128,14 +128,14 @@ func (g *Group) filteredOut(m *Msg) bool {
 // refetchDue returns the aside entry of partition pi to read again now, or -1.
 func (g *Group) refetchDue(pi int32) int {
 	p := &g.parts[pi]
-	if len(p.aside) == 0 || p.refetching || g.draining || g.drained ||
+	if len(p.aside) == 0 || p.refetching || g.drained || (g.draining && !g.drainDelivers()) ||
 		p.held >= g.cfg.ReadAheadMsgs || p.bytes >= g.cfg.ReadAheadBytes {
 		return -1
 	}
 	for i := range p.aside {
 		a := &p.aside[i]
-		if a.lo > a.hi {
-			continue
+		if a.lo > a.hi || (g.draining && a.lo > p.highDelivered) {
+			continue // none, or above a draining group's mark
 		}
 		n, b := g.laneLoad(a.dev, pi)
 		if n == 0 || (!a.waitEmpty && n <= g.shareMsgs/2 && b <= g.shareBytes/2) {
@@ -178,7 +178,7 @@ func (g *Group) collectRefetches(out *Ready) {
 // returns ErrBadBatch and is ignored; the records are asked for again.
 func (g *Group) Refetched(partition int, msgs []Msg, next uint64, now time.Time) error {
 	pi, err := g.takeAnswer("refetched", partition, true)
-	if err != nil || g.draining {
+	if err != nil || (g.draining && !g.drainDelivers()) {
 		return err
 	}
 	p := &g.parts[pi]

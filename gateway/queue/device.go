@@ -159,7 +159,7 @@ func (g *Group) schedule(di int32) {
 			i = 0
 			continue
 		}
-		if !g.markerPassed(e.msg.MoveRef, e.msg.Partition, di) {
+		if !g.markerPassed(e.msg.MoveRef, e.msg.Partition, di) || g.aboveMark(head) {
 			i++
 			continue
 		}

@@ -26,10 +26,10 @@ func (g *Group) enqueue(q *entryQueue, ei int32, front bool) {
 	}
 }
 
-// dispatch delivers as many ready messages as credit allows. Nothing is
-// delivered while draining.
+// dispatch delivers as many ready messages as credit allows. While
+// draining only what is below the marks goes (drain.go).
 func (g *Group) dispatch() {
-	if g.draining || g.drained {
+	if g.drained || (g.draining && !g.drainDelivers()) {
 		return
 	}
 	for g.redeliver.n > 0 {
@@ -52,7 +52,7 @@ func (g *Group) dispatch() {
 	}
 	for g.ready.n > 0 && len(g.members.withCredit) > 0 {
 		ei := g.qPop(&g.ready)
-		if g.park(ei) {
+		if g.park(ei) || g.withhold(ei) {
 			continue
 		}
 		wc := g.members.withCredit
@@ -77,7 +77,7 @@ func (g *Group) dispatchSticky() {
 		m := &g.members.slots[slot]
 		m.inWork = false
 		for m.live && m.queue.n > 0 && m.inFlight < m.credit {
-			if ei := g.qPop(&m.queue); !g.park(ei) {
+			if ei := g.qPop(&m.queue); !g.park(ei) && !g.withhold(ei) {
 				g.deliver(ei, slot)
 			}
 			m = &g.members.slots[slot]
@@ -97,6 +97,8 @@ func (g *Group) deliver(ei, slot int32) {
 	g.heapPush(ei)
 	m.inFlight++
 	g.inFlight++
+	p := &g.parts[e.part]
+	p.highDelivered = max(p.highDelivered, e.msg.Offset)
 	g.updateCreditList(slot)
 	g.counters.delivered++
 	if e.deliveries > 1 {

@@ -72,8 +72,11 @@
 //     its further records are set aside (unfinished, not held: the commit
 //     stays below them) and read again when its share has room, so a device
 //     with a backlog does not stall the others of its partition.
-//   - Drain: stop reading and delivering, wait for in-flight messages until
-//     the deadline, emit the final commits and Drained.
+//   - Drain: stop reading; deliver nothing above the highest offset
+//     delivered in each partition but what is unfinished below it (so the
+//     final commits cover every delivery), wait for in-flight messages
+//     until the deadline, emit the final commits and Drained. Withdraw (a
+//     deposed leader): deliver nothing more, wait, commit, Drained.
 //
 // # Bounds
 //

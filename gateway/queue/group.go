@@ -42,6 +42,7 @@ type Group struct {
 	held           int // unfinished entries in the slab
 	inFlight       int
 	draining       bool
+	withdrawing    bool // Withdraw: deliver nothing more while draining
 	drained        bool
 	drainedPending bool
 	drainDeadline  int64

@@ -118,10 +118,13 @@ func (h *harness) exec(cmd string, pos []string, args map[string]string) error {
 			return err
 		}
 		h.now = h.now.Add(d)
-	case "drain":
+	case "drain", "withdraw":
 		d, err := time.ParseDuration(args["timeout"])
 		if err != nil {
 			return err
+		}
+		if cmd == "withdraw" {
+			return h.g.Withdraw(now.Add(d), now)
 		}
 		return h.g.Drain(now.Add(d), now)
 	case "next-deadline":

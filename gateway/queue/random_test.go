@@ -102,7 +102,9 @@ type model struct {
 	firstSeq    map[devKey]uint64 // last seq first-delivered per (node, device)
 	sticky      map[string]stickyRec
 	draining    bool
+	withdrawing bool // the drain is a Withdraw: nothing may be delivered
 	drained     bool
+	marks       map[int]uint64 // highest offset delivered per partition: a drain delivers nothing above it
 	instCommits map[int]uint64
 	paused      map[int]bool // partitions paused in this instance
 
@@ -193,7 +195,8 @@ func (m *model) build() {
 	m.refetch = map[int]Fetch{}
 	m.flight, m.termed, m.firstSeq = nil, map[Ref]bool{}, map[devKey]uint64{}
 	m.sticky, m.instCommits = map[string]stickyRec{}, map[int]uint64{}
-	m.draining, m.drained = false, false
+	m.draining, m.withdrawing, m.drained = false, false, false
+	m.marks = map[int]uint64{}
 	m.paused = map[int]bool{}
 	m.epoch++
 	ids := make([]MemberID, 0, len(m.members))
@@ -353,7 +356,7 @@ func (m *model) answerRefetch(all bool) bool {
 		if err := m.g.Refetched(p, msgs, next, m.now); err != nil {
 			m.fail("refetched p%d: %v", p, err)
 		}
-		if !m.draining {
+		if !m.withdrawing { // a drain takes re-read records too
 			for _, r := range msgs {
 				m.fetched[r.Ref()] = true
 			}
@@ -521,8 +524,13 @@ func (m *model) restart() {
 }
 
 func (m *model) drainAndRestart() {
-	m.logf("drain")
-	if err := m.g.Drain(m.now.Add(10*time.Second), m.now); err != nil {
+	drain := m.g.Drain
+	if m.withdrawing = m.rng.IntN(3) == 0; m.withdrawing {
+		drain = m.g.Withdraw
+		m.counts["withdraws"]++
+	}
+	m.logf("drain (withdraw %v)", m.withdrawing)
+	if err := drain(m.now.Add(10*time.Second), m.now); err != nil {
 		m.fail("drain: %v", err)
 	}
 	m.draining = true
@@ -531,9 +539,12 @@ func (m *model) drainAndRestart() {
 		if i > 100 {
 			m.fail("drain did not complete")
 		}
-		if len(m.flight) > 0 && m.rng.IntN(2) == 0 {
+		switch r := m.rng.IntN(4); {
+		case r < 2 && len(m.flight) > 0:
 			m.acknowledge("ack")
-		} else {
+		case r == 2 && len(m.refetch) > 0:
+			m.answerRefetch(false)
+		default:
 			m.advance(time.Duration(1+m.rng.IntN(5)) * time.Second)
 		}
 		m.pump()
@@ -556,8 +567,11 @@ func (m *model) pump() {
 				if _, dup := m.refetch[f.Partition]; dup {
 					m.fail("second outstanding refetch for p%d", f.Partition)
 				}
+				if m.withdrawing {
+					m.fail("refetch while withdrawing: %+v", f)
+				}
 				if m.draining {
-					m.fail("refetch while draining: %+v", f)
+					m.counts["re-reads while draining"]++
 				}
 				m.logf("refetch p%d from %d max %d", f.Partition, f.From, f.MaxMsgs)
 				m.refetch[f.Partition] = f
@@ -590,9 +604,15 @@ func (m *model) pump() {
 func (m *model) onDeliver(d Delivery) {
 	ref := d.Msg.Ref()
 	m.logf("deliver %s %s#%d try %d -> %s", ref, d.Msg.Device, d.Msg.Seq, d.Deliveries, d.Member)
-	if m.draining {
-		m.fail("delivery while draining: %s", ref)
+	switch {
+	case m.withdrawing:
+		m.fail("delivery while withdrawing: %s", ref)
+	case m.draining && ref.Offset > m.marks[ref.Partition]:
+		m.fail("delivery while draining above the mark p%d@%d: %s", ref.Partition, m.marks[ref.Partition], ref)
+	case m.draining:
+		m.counts["gaps filled by a drain"]++
 	}
+	m.marks[ref.Partition] = max(m.marks[ref.Partition], ref.Offset)
 	if m.paused[ref.Partition] {
 		m.fail("delivered %s of a paused partition", ref)
 	}

@@ -24,6 +24,9 @@ type partition struct {
 	bytes     int    // len(Data) of the unfinished records in the window
 	held      int    // unfinished records held (ring and side); at most Config.ReadAheadMsgs
 	committed uint64 // offset of the last Commit emitted, or the start position - 1
+	// highDelivered: the highest offset delivered by this group (a draining
+	// group's mark, drain.go).
+	highDelivered uint64
 	// forceCommit emits a Commit even without progress: set when a
 	// deliver-new start point is resolved, so the runner persists it.
 	forceCommit bool
