@@ -267,10 +267,10 @@ func TestClusterLeaderKill(t *testing.T) {
 	}
 }
 
-// waitProgress waits until every message of want is delivered, failing
+// waitAllDelivered waits until every message of want is delivered, failing
 // only when deliveries stop making progress for stall: on a loaded machine
 // a backlog takes long, a lost message forever.
-func waitProgress(t *testing.T, tr *tracker, want map[string]bool, stall time.Duration) {
+func waitAllDelivered(t *testing.T, tr *tracker, want map[string]bool, stall time.Duration) {
 	t.Helper()
 	missing := func() (n int, example string) {
 		tr.mu.Lock()
@@ -500,7 +500,7 @@ func TestClusterLeaderPlannedRestart(t *testing.T) {
 			want[payload] = true
 		}
 	}
-	waitProgress(t, tr, want, 60*time.Second)
+	waitAllDelivered(t, tr, want, 60*time.Second)
 	time.Sleep(500 * time.Millisecond) // a late duplicate would show now
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
