@@ -62,9 +62,13 @@ type jsOrderedResult struct {
 
 // jsOrderedReport is what --json prints.
 type jsOrderedReport struct {
-	Msgs, Devices, Size, Publishers, Workers int
-	Results                                  []jsOrderedResult  `json:"results"`
-	Ratios                                   map[string]float64 `json:"ratios"`
+	Msgs       int                `json:"msgs"`
+	Devices    int                `json:"devices"`
+	Size       int                `json:"size"`
+	Publishers int                `json:"publishers"`
+	Workers    int                `json:"workers"`
+	Results    []jsOrderedResult  `json:"results"`
+	Ratios     map[string]float64 `json:"ratios"` // deliveries per second, edgeq/pull and edgeq/partitions`
 }
 
 func runBenchJetStream(cf clientFlags, peer string, sp jsOrderedSpec, asJSON bool, stdout, stderr io.Writer) int {
@@ -187,7 +191,7 @@ func (t *orderTracker) begin(i int64, first bool) {
 	}
 }
 
-// end: message i was acked.
+// end: message i is done; its ack is about to be sent.
 func (t *orderTracker) end(i int64) {
 	t.mu.Lock()
 	t.inflight[i%int64(t.devices)]--
@@ -300,10 +304,12 @@ func benchJetStreamOrdered(cf clientFlags, sc jsScenario, sp jsOrderedSpec) (jsO
 		}
 		i := int64(binary.LittleEndian.Uint64(data[8:]))
 		tr.begin(i, err == nil && md.NumDelivered == 1)
+		// Recorded before the ack leaves, so a server that dispatches the
+		// device's next message on receiving it can never look overlapped.
+		tr.end(i)
 		if err := m.Ack(); err != nil {
 			errs.Add(1)
 		}
-		tr.end(i)
 	}
 	drainStart := time.Now()
 	var stops []jetstream.ConsumeContext
