@@ -15,22 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"edgeq/gateway/jsapi"
-	"edgeq/gateway/queue"
 )
-
-// newJS210Rig is newJSRig announcing INFO as a node does by default
-// (2.10.0+edgeq.<version>), so that nats.go's legacy API creates consumers
-// on $JS.API.CONSUMER.CREATE.<stream>.<consumer>.<filter>.
-func newJS210Rig(t *testing.T) *rig {
-	return newRigWith(t, func(r *rig, c *Config) {
-		qc := queue.DefaultConfig()
-		qc.AckWait = 30 * time.Second
-		c.Version, c.EdgeqVersion = InfoVersion("0.0.0-test"), "0.0.0-test"
-		c.JetStream = jsapi.NewService(jsapi.Config{Stream: "TELEMETRY", Prefix: "telemetry", MaxConsumers: 8,
-			DuplicateWindow: time.Minute, MaxBytes: 1 << 30, Defaults: qc}, r.log, r.reg)
-		c.Dedup = jsapi.NewDedup(time.Minute, 1000, nil)
-	})
-}
 
 // watchConn connects and records every asynchronous error and a close, so
 // a test can tell that the server did not drop the client.
@@ -60,13 +45,13 @@ func watchConn(t *testing.T, r *rig) (*nats.Conn, func() error) {
 }
 
 // TestJetStreamLegacyAPIWildcardFilters: nats.go's legacy JetStream API,
-// seeing a 2.10 server, creates its consumers with the filter (wildcards
+// seeing a 2.10 server (the rig announces INFO as a node does), creates its consumers with the filter (wildcards
 // and all) in the request subject. Those publishes are accepted and the
 // consumers work; a push queue consumer on telemetry.> and a pull consumer
 // on telemetry.* deliver every message in per-device order, and no client
 // is disconnected.
 func TestJetStreamLegacyAPIWildcardFilters(t *testing.T) {
-	r := newJS210Rig(t)
+	r := newJSRig(t)
 	nc, healthy := watchConn(t, r)
 	if v := nc.ConnectedServerVersion(); v != "2.10.0+edgeq.0.0.0-test" {
 		t.Fatalf("server version %q", v)
@@ -190,7 +175,7 @@ func TestJetStreamLegacyAPIWildcardFilters(t *testing.T) {
 // must be the config's filter_subject (nats-server's 10131), filter_subjects
 // cannot be used with it (10137); the connection stays usable.
 func TestJetStreamCreateSubjectFilterChecked(t *testing.T) {
-	r := newJS210Rig(t)
+	r := newJSRig(t)
 	nc, healthy := watchConn(t, r)
 	cases := []struct {
 		subject, config string
@@ -239,7 +224,7 @@ func TestWildcardPublishStillRefused(t *testing.T) {
 		subjects []string
 		accepted []string
 	}{
-		{"jetstream", newJS210Rig(t),
+		{"jetstream", newJSRig(t),
 			[]string{"foo.*", "foo.>", "telemetry.*", "$JS.API.CONSUMER.CREATE.*.c1.telemetry.>", "$JS.API.CONSUMER.CREATE.TELEMETRY.>",
 				"$JS.API.CONSUMER.CREATE.TELEMETRY.*.telemetry.>", "$JS.API.CONSUMER.CREATE.TELEMETRY.c1.>.x", "$JS.API.CONSUMER.INFO.TELEMETRY.*",
 				"$JS.API.CONSUMER.DURABLE.CREATE.TELEMETRY.*"},
