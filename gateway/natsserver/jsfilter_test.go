@@ -106,7 +106,7 @@ func TestJetStreamLegacyAPIWildcardFilters(t *testing.T) {
 		wc, ok := watchConn(t, r)
 		checks = append(checks, ok)
 		wjs, _ := wc.JetStream()
-		if _, err := wjs.QueueSubscribe("telemetry.>", "wpush", handler, nats.Durable("wpush"), nats.ManualAck(), nats.DeliverAll(), nats.AckExplicit()); err != nil {
+		if _, err := wjs.QueueSubscribe("telemetry.>", "wpush", handler, nats.Durable("wpush"), nats.ManualAck(), nats.DeliverAll(), nats.AckExplicit(), nats.AckWait(time.Minute)); err != nil {
 			t.Fatalf("QueueSubscribe with filter telemetry.>: %v", err)
 		}
 	}
@@ -123,7 +123,7 @@ func TestJetStreamLegacyAPIWildcardFilters(t *testing.T) {
 	mu.Unlock()
 
 	// Pull: a durable on telemetry.* (a '*' in the create subject).
-	sub, err := js.PullSubscribe("telemetry.*", "wpull", nats.DeliverAll(), nats.AckExplicit())
+	sub, err := js.PullSubscribe("telemetry.*", "wpull", nats.DeliverAll(), nats.AckExplicit(), nats.AckWait(time.Minute))
 	if err != nil {
 		t.Fatalf("PullSubscribe with filter telemetry.*: %v", err)
 	}
