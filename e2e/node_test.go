@@ -76,6 +76,7 @@ type node struct {
 	httpPort int
 	config   string // YAML file, may be empty
 	nodeID   string // default e2e-node
+	bin      string // the binary to run, without nodeWrapper; default nodeBin
 	env      []string
 	cmd      *exec.Cmd
 	logMu    sync.Mutex
@@ -141,7 +142,9 @@ func (n *node) start() {
 		args = append(args, "--config", n.config)
 	}
 	argv := append([]string{nodeBin}, args...)
-	if nodeWrapper != "" {
+	if n.bin != "" {
+		argv = append([]string{n.bin}, args...)
+	} else if nodeWrapper != "" {
 		argv = append([]string{nodeWrapper}, argv...)
 	}
 	if n.netns != "" {

@@ -170,6 +170,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		AuthTimeout:      cfg.NATS.AuthTimeout,
 		NodeID:           id,
 		Version:          infoVersion(cfg, version),
+		EdgeqVersion:     version,
 		JetStream:        js,
 		QueueJSAcks:      cfg.JetStream.Enabled && cfg.JetStream.QueueAckSubjects,
 		Dedup:            dedup,
@@ -524,11 +525,11 @@ func natsUsers(c config.NATS) (map[string]string, map[string]*natsserver.Permiss
 	return users, perms
 }
 
-// infoVersion is the version NATS clients see: edgeq's own, or
-// jetstream.info_version for clients that gate JetStream on it.
+// infoVersion is the version NATS clients see: natsserver.InfoVersion
+// (2.10.0+edgeq.<version>), or jetstream.info_version when set.
 func infoVersion(cfg config.Config, version string) string {
 	if cfg.JetStream.Enabled && cfg.JetStream.InfoVersion != "" {
 		return cfg.JetStream.InfoVersion
 	}
-	return version
+	return natsserver.InfoVersion(version)
 }

@@ -7,7 +7,10 @@
 # groups (store and ack nothing), and a raw tidwall/wal WriteBatch(256) +
 # fsync loop on the same disk (wal's BenchmarkRawTidwallBatch256). Then edgeq
 # at a trickle of 1,000 msg/s: fsyncs and commit rounds per second, server CPU
-# per message. Not run by CI.
+# per message. Last, the ordered workload through nats.go's jetstream package
+# (`edgeq bench --mode jetstream`): edgeq's one pull consumer against
+# nats-server's unordered pull consumer and its ordered workaround (8
+# partition subjects, MaxAckPending 1). Not run by CI.
 # Usage: scripts/bench-peers.sh [--msgs N]     (make bench-peers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,9 +73,9 @@ run() {
 }
 
 run eq1      start_edgeq interval                  -- --mode durable --publishers 1 --backlog
-run js1      start_nats -js -sd "$tmp/js"          -- --mode jetstream --publishers 1 --backlog
+run js1      start_nats -js -sd "$tmp/js"          -- --mode jspush --publishers 1 --backlog
 run eq4      start_edgeq interval                  -- --mode durable --publishers 4 --backlog
-run js4      start_nats -js -sd "$tmp/js"          -- --mode jetstream --publishers 4 --backlog
+run js4      start_nats -js -sd "$tmp/js"          -- --mode jspush --publishers 4 --backlog
 run always1  start_edgeq always                    -- --mode durable --publishers 1 --backlog
 run none1    start_edgeq none                      -- --mode durable --publishers 1 --backlog
 run core4    start_nats                            -- --mode core --publishers 4
@@ -92,6 +95,17 @@ stop_server
 printf '{"fsyncs": %s, "rounds": %s, "cpu_s": %s, "secs": %s}\n' \
   "$((f1 - f0))" "$((r1 - r0))" "$(awk -v a="$c1" -v b="$c0" 'BEGIN {print a - b}')" \
   "$(awk -v a="$t1" -v b="$t0" 'BEGIN {print a - b}')" >"$tmp/trickle-srv.json"
+
+# The ordered workload through the jetstream package, both servers at once
+# (the bench reads each one's CPU from /proc).
+start_edgeq interval
+eq_pid=$srv_pid eq_url=$url
+start_nats -js -sd "$tmp/js"
+$bin bench --mode jetstream --server "$eq_url" --peer "$url" --msgs "$msgs" --devices 1000 --size 150 \
+  --publishers 4 --workers 4 --window 256 >"$tmp/ordered.txt"
+stop_server
+srv_pid=$eq_pid stop_server
+echo "done: ordered" >&2
 
 python3 - "$tmp" "$msgs" <<'PY'
 import json, sys, os
@@ -128,3 +142,4 @@ print(f"trickle, 1000 msg/s for 10 s (interval, defaults): {s['fsyncs']/s['secs'
       f"{s['rounds']/s['secs']:.0f} commit rounds/s, {s['cpu_s']*1e6/t['msgs']:.0f} us server CPU per msg, "
       f"publish->delivery p50 {t['p50_ms']:.2f} ms p99 {t['p99_ms']:.2f} ms")
 PY
+cat "$tmp/ordered.txt"

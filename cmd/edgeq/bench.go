@@ -29,7 +29,7 @@ type benchResult struct {
 	Workers       int     `json:"workers"`
 	Window        int     `json:"window"`
 	Backlog       bool    `json:"backlog,omitempty"` // workers started after the last pub-ack
-	PublishPerSec float64 `json:"publish_per_sec"`   // until the last pub-ack (durable, jetstream) or publish flush (core)
+	PublishPerSec float64 `json:"publish_per_sec"`   // until the last pub-ack (durable, jspush) or publish flush (core)
 	DeliverPerSec float64 `json:"deliver_per_sec"`   // until the last delivery; with backlog, from the workers' start
 	P50ms         float64 `json:"p50_ms"`
 	P90ms         float64 `json:"p90_ms"`
@@ -43,31 +43,45 @@ type benchResult struct {
 // the publish→delivery latency is measured from a timestamp in the payload.
 // Durable mode talks to edgeq (pub-acks, stored, acked deliveries); core mode
 // uses plain core-NATS subjects, so the same run works against nats-server;
-// jetstream mode runs the same workload against nats-server's JetStream (a
+// jspush mode runs the same workload against nats-server's JetStream (a
 // file-store stream, PublishAsync with the same window, a push deliver group
 // with explicit acks), so the peers are measured with the same client code.
+// jetstream mode is the ordered workload of bench_jetstream.go.
 func runBench(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cf clientFlags
 	cf.register(fs)
-	mode := fs.String("mode", "durable", "durable (edgeq: pub-acks, queue group with acks), core (plain NATS subjects, e.g. against nats-server) or jetstream (nats-server -js: stream, PublishAsync, deliver group with acks)")
+	mode := fs.String("mode", "durable", "durable (edgeq: pub-acks, queue group with acks), core (plain NATS subjects, e.g. against nats-server), "+
+		"jspush (nats-server -js: stream, PublishAsync, push deliver group with acks) or jetstream (the ordered workload through the jetstream package: edgeq's pull consumer, and with --peer nats-server's pull consumer and its ordered partition workaround)")
 	msgs := fs.Int("msgs", 100_000, "messages to publish")
 	devices := fs.Int("devices", 1000, "distinct devices")
 	size := fs.Int("size", 150, "payload bytes (at least 16)")
 	pubs := fs.Int("publishers", 4, "publishing connections")
 	workers := fs.Int("workers", 4, "worker connections in the queue group")
 	queue := fs.String("queue", "bench", "queue group name")
-	window := fs.Int("window", 1000, "unacknowledged publishes per publisher (durable and jetstream modes)")
+	window := fs.Int("window", 1000, "unacknowledged publishes per publisher (durable, jspush and jetstream modes)")
 	backlog := fs.Bool("backlog", false, "start the workers only after the last pub-ack: they drain a backlog (edgeq needs the queue group declared with deliver: all)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	rate := fs.Int("rate", 0, "publish at most this many msgs/s in total (0: as fast as possible)")
 	workerServer := fs.String("worker-server", "", "NATS URL the workers connect to (default: --server), e.g. another node of a cluster")
+	peer := fs.String("peer", "", "jetstream mode: NATS URL of a nats-server with JetStream (-js) to run the same workload against")
+	partitions := fs.Int("partitions", 8, "jetstream mode: partition subjects of the peer's ordered workaround (one consumer each, MaxAckPending 1)")
+	maxAckPending := fs.Int("max-ack-pending", 1024, "jetstream mode: MaxAckPending of the (unpartitioned) pull consumers")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *mode != "durable" && *mode != "core" && *mode != "jetstream" {
-		fmt.Fprintln(stderr, "edgeq bench: --mode is durable, core or jetstream")
+	switch *mode {
+	case "durable", "core", "jspush":
+	case "jetstream":
+		if *pubs < 1 || *workers < 1 || *devices < 1 || *msgs < 1 || *partitions < 1 || *window < 1 {
+			fmt.Fprintln(stderr, "edgeq bench: --msgs, --devices, --publishers, --workers, --window and --partitions must be at least 1")
+			return 2
+		}
+		return runBenchJetStream(cf, *peer, jsOrderedSpec{total: *msgs, devices: *devices, size: max(*size, 16), pubs: *pubs, workers: *workers,
+			window: *window, maxAckPending: *maxAckPending, partitions: *partitions}, *asJSON, stdout, stderr)
+	default:
+		fmt.Fprintln(stderr, "edgeq bench: --mode is durable, core, jspush or jetstream")
 		return 2
 	}
 	*size = max(*size, 16)
@@ -109,7 +123,8 @@ type benchSpec struct {
 	backlog                                     bool
 }
 
-// jsStream is the stream jetstream mode creates (and deletes first).
+// jsStream is the stream the jspush and jetstream modes create on
+// nats-server (and delete first).
 const jsStream = "EDGEQBENCH"
 
 // bench publishes through cf and consumes through wf (the same node, or
@@ -136,7 +151,7 @@ func bench(cf, wf clientFlags, sp benchSpec, progress io.Writer) (benchResult, e
 			nc.Close()
 		}
 	}()
-	if mode == "jetstream" {
+	if mode == "jspush" {
 		nc, err := cf.connect("edgeq bench setup")
 		if err != nil {
 			return res, err
@@ -175,7 +190,7 @@ func bench(cf, wf clientFlags, sp benchSpec, progress io.Writer) (benchResult, e
 			}
 			conns = append(conns, nc)
 			var sub *nats.Subscription
-			if mode == "jetstream" {
+			if mode == "jspush" {
 				js, err := nc.JetStream()
 				if err != nil {
 					return err
@@ -280,7 +295,7 @@ func setupStream(nc *nats.Conn, prefix, queue string, maxAckPending int) error {
 // 8 bytes message number, then padding. In durable mode each publish carries a
 // reply subject and at most window wait for their pub-ack.
 func publishRange(nc *nats.Conn, mode, prefix string, from, to, devices, size, window, rate int, published, errs *atomic.Int64) error {
-	if mode == "jetstream" {
+	if mode == "jspush" {
 		return publishJetStream(nc, prefix, from, to, devices, size, window, rate, published, errs)
 	}
 	var acks chan struct{}

@@ -214,10 +214,11 @@ type JetStream struct {
 	// that only ack JetStream messages (natscli `sub --ack`) and
 	// msg.Metadata() work with them (default false).
 	QueueAckSubjects bool `yaml:"queue_ack_subjects"`
-	// InfoVersion, when set, is the version announced in NATS INFO instead
-	// of edgeq's own, for clients that gate JetStream features on the
-	// server's version (nats.js 2.x wants 2.9.4 or later for its consumers
-	// API). A plain MAJOR.MINOR.PATCH.
+	// InfoVersion, when set, is the whole version announced in NATS INFO
+	// instead of 2.10.0+edgeq.<edgeq's version> (natsserver.InfoVersion),
+	// for clients that gate features on the server's version (nats.js 2.x
+	// wants 2.9.4 or later for its consumers API). A plain
+	// MAJOR.MINOR.PATCH.
 	InfoVersion string `yaml:"info_version"`
 }
 

@@ -143,6 +143,8 @@ const (
 	CodeStreamMismatch   = 10060
 	CodeWrongLastMsgID   = 10070
 	CodeWrongLastSeq     = 10071
+	CodeFilterMismatch   = 10131 // JSConsumerCreateFilterSubjectMismatchErr
+	CodeMultipleFilters  = 10137 // JSConsumerMultipleFiltersNotAllowed
 	CodeNotSupported     = 10003
 )
 
@@ -220,6 +222,9 @@ func (s *Service) handle(api string, body []byte) ([]byte, *APIError) {
 		}
 		return marshal("consumer_list_response", map[string]any{"total": len(infos), "offset": 0, "limit": 256, "consumers": infos}), nil
 	case len(tok) >= 4 && tok[0] == "CONSUMER" && tok[1] == "CREATE":
+		if e := checkCreateFilter(strings.Join(tok[4:], "."), body); e != nil {
+			return nil, e
+		}
 		return s.createConsumer(tok[2], tok[3], body, false)
 	case len(tok) == 3 && tok[0] == "CONSUMER" && tok[1] == "CREATE":
 		return s.createConsumer(tok[2], "", body, false)
@@ -246,6 +251,34 @@ func (s *Service) handle(api string, body []byte) ([]byte, *APIError) {
 		return nil, Err(400, CodeNotSupported, "edgeq: the stream is the node's log, set by its configuration (jetstream.stream); %s is not supported", strings.ToLower(tok[1]))
 	}
 	return nil, Err(400, CodeNotSupported, "edgeq: JetStream API %q is not supported (see README: JetStream)", api)
+}
+
+// checkCreateFilter checks the filter of $JS.API.CONSUMER.CREATE.<stream>.
+// <consumer>.<filter> (which may hold wildcards: nats.go and nats.js send
+// the consumer's filter_subject there) against the request's config, as
+// nats-server does: it must equal filter_subject, and filter_subjects is
+// refused. An empty filter (no such tokens) or a body that is not JSON is
+// left to createConsumer.
+func checkCreateFilter(filter string, body []byte) *APIError {
+	if filter == "" {
+		return nil
+	}
+	var req struct {
+		Config struct {
+			FilterSubject  string   `json:"filter_subject"`
+			FilterSubjects []string `json:"filter_subjects"`
+		} `json:"config"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return nil
+	}
+	if len(req.Config.FilterSubjects) > 0 {
+		return Err(400, CodeMultipleFilters, "consumer with multiple subject filters cannot use subject based API")
+	}
+	if req.Config.FilterSubject != filter {
+		return Err(400, CodeFilterMismatch, "Consumer create request did not match filtered subject from create subject (%q, config %q)", filter, req.Config.FilterSubject)
+	}
+	return nil
 }
 
 func marshal(typ string, v any) []byte {

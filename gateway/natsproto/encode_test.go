@@ -59,7 +59,7 @@ func TestClientEncodersRoundTrip(t *testing.T) {
 func TestAppendInfoDecodesToTheSameInfo(t *testing.T) {
 	infos := []Info{
 		{},
-		{ServerID: "NODE1", ServerName: "gw-kitchen", Version: "0.1.0", Go: "go1.26.8", Host: "127.0.0.1", Port: 4222,
+		{ServerID: "NODE1", ServerName: "gw-kitchen", Version: "2.10.0+edgeq.0.1.0", EdgeqVersion: "0.1.0", Go: "go1.26.8", Host: "127.0.0.1", Port: 4222,
 			Headers: true, MaxPayload: 1 << 20, Proto: 1, AuthRequired: true, TLSRequired: true, ClientID: 99, ClientIP: "10.0.0.7"},
 		{ServerName: "quote\" backslash\\ nl\n cr\r tab\t nul\x00 del\x7f ctl\x1f uni\u2028\u2029 é 日本"},
 	}

@@ -10,6 +10,7 @@ type Info struct {
 	ServerID     string `json:"server_id"`
 	ServerName   string `json:"server_name"`
 	Version      string `json:"version"`
+	EdgeqVersion string `json:"edgeq_version,omitempty"` // edgeq's own semver (Version is what NATS clients compare)
 	Go           string `json:"go"`
 	Host         string `json:"host"`
 	Port         int    `json:"port"`
@@ -35,6 +36,10 @@ func AppendInfo(dst []byte, info *Info) []byte {
 	dst = appendJSONString(dst, info.ServerName)
 	dst = appendJSONField(dst, "version", false)
 	dst = appendJSONString(dst, info.Version)
+	if info.EdgeqVersion != "" {
+		dst = appendJSONField(dst, "edgeq_version", false)
+		dst = appendJSONString(dst, info.EdgeqVersion)
+	}
 	dst = appendJSONField(dst, "go", false)
 	dst = appendJSONString(dst, info.Go)
 	dst = appendJSONField(dst, "host", false)

@@ -183,7 +183,7 @@ func (s *Server) dropSub(sb *sub) {
 func (c *conn) handlePub(op *natsproto.Op) {
 	c.s.stats.InMsgs.Add(1)
 	c.s.stats.InBytes.Add(uint64(len(op.Payload)))
-	if !natsproto.ValidPublishSubject(op.Subject) {
+	if !natsproto.ValidPublishSubject(op.Subject) && !c.isConsumerCreateWithFilter(op.Subject) {
 		c.sendErr("Invalid Publish Subject")
 		return
 	}
@@ -223,6 +223,32 @@ func (c *conn) handlePub(op *natsproto.Op) {
 			c.s.publishCore(nil, string(op.Reply), "", noResponders, nil)
 		}
 	}
+}
+
+// consumerCreate is the JetStream API subject that carries a filter.
+const consumerCreate = jsapi.APIPrefix + "CONSUMER.CREATE."
+
+// isConsumerCreateWithFilter reports whether subject is
+// $JS.API.CONSUMER.CREATE.<stream>.<consumer>.<filter> with JetStream on:
+// the one publish subject that may hold wildcards, since clients put the
+// consumer's filter_subject there (nats.go and nats.js talking to a 2.9+
+// server; nats-server checks literal subjects only in pedantic mode). The
+// stream and consumer tokens stay literal; the filter is a valid filter.
+func (c *conn) isConsumerCreateWithFilter(subject []byte) bool {
+	if c.s.cfg.JetStream == nil || !bytes.HasPrefix(subject, []byte(consumerCreate)) {
+		return false
+	}
+	rest := subject[len(consumerCreate):]
+	stream := bytes.IndexByte(rest, '.')
+	if stream < 0 {
+		return false
+	}
+	consumer := bytes.IndexByte(rest[stream+1:], '.')
+	if consumer < 0 {
+		return false
+	}
+	names, filter := rest[:stream+1+consumer], rest[stream+1+consumer+1:]
+	return natsproto.ValidPublishSubject(names) && !bytes.ContainsAny(names, "*>") && natsproto.ValidFilter(filter)
 }
 
 func (c *conn) isTelemetry(subject []byte) bool {

@@ -48,7 +48,11 @@ type Config struct {
 	MaxPingsOut      int
 	AuthTimeout      time.Duration
 	NodeID           string
-	Version          string
+	// Version is the INFO version NATS clients compare (InfoVersion of
+	// EdgeqVersion, or jetstream.info_version); EdgeqVersion, edgeq's own
+	// semver, is announced beside it as edgeq_version.
+	Version      string
+	EdgeqVersion string
 	// TLS, when set, is required of every client (upgrade after INFO, or
 	// handshake first; see upgradeTLS).
 	TLS               *tlsconf.Store
@@ -225,6 +229,7 @@ func (s *Server) info(c *conn) []byte {
 		ServerID:     s.cfg.NodeID,
 		ServerName:   s.cfg.NodeID,
 		Version:      s.cfg.Version,
+		EdgeqVersion: s.cfg.EdgeqVersion,
 		Go:           runtime.Version(),
 		Host:         host,
 		Port:         port,
@@ -237,6 +242,41 @@ func (s *Server) info(c *conn) []byte {
 		JetStream:    s.cfg.JetStream != nil,
 	}
 	return natsproto.AppendInfo(nil, &info)
+}
+
+// NATSCompatVersion is the nats-server release whose client protocol and
+// JetStream API subset edgeq answers like. Clients gate features on the INFO
+// version (nats.js 2.x turns its consumers API off below 2.9.4, nats.go's
+// legacy API picks its consumer-create subjects by it), so INFO announces
+// this release, with edgeq's own version as build metadata.
+const NATSCompatVersion = "2.10.0"
+
+// InfoVersion is the INFO version for edgeq version v:
+// NATSCompatVersion+edgeq.<v>, with v's own '+' turned into '.' since build
+// metadata is dot-separated [0-9A-Za-z-] identifiers (0.3.0-dev+9616b3d
+// becomes 2.10.0+edgeq.0.3.0-dev.9616b3d). Other bytes become '-', empty
+// identifiers are dropped, so the result is always valid semver.
+func InfoVersion(v string) string {
+	out := make([]byte, 0, len(NATSCompatVersion)+len("+edgeq.")+len(v))
+	out = append(out, NATSCompatVersion+"+edgeq"...)
+	ident := false // inside a non-empty identifier
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '.' || c == '+':
+			ident = false
+			continue
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '-':
+		default:
+			c = '-'
+		}
+		if !ident {
+			out = append(out, '.')
+			ident = true
+		}
+		out = append(out, c)
+	}
+	return string(out)
 }
 
 func (s *Server) authRequired() bool {

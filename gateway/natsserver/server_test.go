@@ -58,7 +58,7 @@ func newRigWith(t *testing.T, mutate func(*rig, *Config)) *rig {
 	tail := groups.NewTail(l, "telemetry", "n1", quiet())
 	cfg := Config{Listen: "127.0.0.1:0", TelemetryPrefix: "telemetry", MaxPayload: 1 << 20, MaxControlLine: 4096,
 		MaxConnections: 64, MaxSubscriptions: 64, MaxPending: 8 << 20, WriteDeadline: 2 * time.Second,
-		PingInterval: time.Minute, MaxPingsOut: 2, AuthTimeout: 2 * time.Second, NodeID: "n1", Version: "0.0.0-test",
+		PingInterval: time.Minute, MaxPingsOut: 2, AuthTimeout: 2 * time.Second, NodeID: "n1", Version: InfoVersion("0.0.0-test"), EdgeqVersion: "0.0.0-test",
 		MaxGroupsPerConn: 8}
 	mutate(r, &cfg)
 	r.s = New(cfg, l, r.reg, tail, quiet())
