@@ -33,6 +33,7 @@ type runState struct {
 	part   int32     // the run's lane (partition index)
 	tail   int32     // last record of the run; noEntry when none or stopped
 	holder memberRef // member holding the run; noMember until the first is delivered
+	pauses uint32    // the holder's pause count when it got the run
 	// stopped: a failure ended the run; it restarts from the lane head once out is 0.
 	stopped bool
 	// restartAt and avoid: the longest nak delay (unix ns) and the member
@@ -73,6 +74,7 @@ func (g *Group) runDelivered(ei, slot int32) {
 	di := e.dev
 	if d := &g.devices[di]; d.run.holder.slot == noEntry {
 		d.run.holder = g.refOf(slot)
+		d.run.pauses = g.members.slots[slot].pauses
 	}
 	g.extendRun(di)
 }
@@ -85,7 +87,11 @@ func (g *Group) extendRun(di int32) {
 		return
 	}
 	slot, ok := g.resolve(r.holder)
-	if !ok || g.members.slots[slot].credit == 0 || g.parts[r.part].paused {
+	if ok && g.members.slots[slot].pauses != r.pauses {
+		g.stopRun(di) // the holder paused since it got the run
+		return
+	}
+	if !ok || g.parts[r.part].paused {
 		return
 	}
 	added := false
