@@ -98,29 +98,40 @@ func (t *natsTransport) Close() { t.nc.Close() }
 // node), the records sent and not answered and the connection they went
 // out on. One connection delivers in order, and JetStream stores a
 // device's records in the order it receives them; what could reorder them
-// is a record sent behind one that then fails, or behind one still in
-// flight on a connection that was lost. So after a failure of a device's
-// record, or when the connection changed while some of its records are in
-// flight, the device's further records are handed back unsent until the
-// group starts the device again from its oldest unfinished record (the
-// group's device window does that once none of the device is in flight);
-// Nats-Msg-Id deduplicates what is then sent again.
+// is a record sent behind one that then fails: behind one still in flight
+// on a connection that was lost, or behind one the stream refuses while it
+// is not ready (it does not exist yet, it is being recovered after a
+// restart) and then accepts the next. So:
 //
-// The remaining reorder case: the stream refuses record k with a
-// retryable error and accepts k+1, sent before the refusal came back;
-// device_window: 1 rules it out.
+//   - after a failure of a device's record, or when the connection changed
+//     while some of its records are in flight, the device's further
+//     records are handed back unsent until the group starts the device
+//     again from its oldest unfinished record (the group's device window
+//     does that once none of the device is in flight);
+//   - on each connection a device has one record in flight until one of
+//     its records is acknowledged on that connection (a probe): the records
+//     behind the probe are handed back, and resent once the stream took it.
 //
-// Bound: a device is tracked while it has records in flight (at most the
-// window) or is waiting for its restart (it then has unfinished records in
-// the group, whose tables are bounded by the read-ahead).
+// Nats-Msg-Id deduplicates what is sent again. The remaining reorder case:
+// the stream refuses record k with a retryable error (or drops it
+// unanswered) and stores k+1, sent behind it on a connection where it had
+// stored the device's records before; device_window: 1 rules it out.
+//
+// Bound: maxOrderDevices devices; beyond that idle ones are forgotten (they
+// probe again).
 type natsOrder struct {
 	mu   sync.Mutex
 	devs map[string]*natsDev
 }
 
+const maxOrderDevices = 1 << 14
+
 type natsDev struct {
 	flying int    // sent, not answered
 	conn   uint64 // Stats().Reconnects when they were sent
+	// okConn: the connection (+1; 0: none) on which a record of the device
+	// was last acknowledged; until then one record at a time.
+	okConn uint64
 	// failed: a record of the device failed or was handed back; hand back
 	// its further records until the group starts it again. maxSeq is the
 	// highest of those: the records the group had out when it learnt of
@@ -141,19 +152,31 @@ func (o *natsOrder) send(it *Item, conn uint64) bool {
 	k := devKey(it)
 	d := o.devs[k]
 	if d == nil {
-		o.devs[k] = &natsDev{flying: 1, conn: conn}
-		return true
+		if len(o.devs) >= maxOrderDevices {
+			o.forgetIdle()
+		}
+		d = &natsDev{}
+		o.devs[k] = d
 	}
 	if d.failed && d.flying == 0 && it.Seq <= d.maxSeq {
-		d.failed = false // the group started the device again
+		d.failed, d.maxSeq = false, 0 // the group started the device again
 	}
-	if d.failed || (d.flying > 0 && d.conn != conn) {
+	if d.failed || (d.flying > 0 && (d.conn != conn || d.okConn != conn+1)) {
 		d.failed, d.maxSeq = true, max(d.maxSeq, it.Seq)
 		return false
 	}
 	d.flying++
 	d.conn = conn
 	return true
+}
+
+// forgetIdle drops the devices with nothing in flight and nothing to restart.
+func (o *natsOrder) forgetIdle() {
+	for k, d := range o.devs {
+		if d.flying == 0 && !d.failed {
+			delete(o.devs, k)
+		}
+	}
 }
 
 // unsent takes back a record send let through that did not go out.
@@ -163,17 +186,15 @@ func (o *natsOrder) unsent(it *Item) { o.done(it, false) }
 func (o *natsOrder) done(it *Item, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	k := devKey(it)
-	d := o.devs[k]
+	d := o.devs[devKey(it)]
 	if d == nil {
 		return
 	}
 	d.flying--
-	switch {
-	case !ok:
+	if ok {
+		d.okConn = d.conn + 1
+	} else {
 		d.failed, d.maxSeq = true, max(d.maxSeq, it.Seq)
-	case d.flying == 0 && !d.failed:
-		delete(o.devs, k)
 	}
 }
 
@@ -183,7 +204,7 @@ func (o *natsOrder) done(it *Item, ok bool) {
 // handed back unsent (natsOrder).
 func (t *natsTransport) Start(it *Item) Pending {
 	if t.order != nil && !t.order.send(it, t.nc.Stats().Reconnects) {
-		return failed{Result{Outcome: Retry, Err: errBehind}}
+		return failed{Result{Outcome: Back, Err: errBehind}}
 	}
 	m := &nats.Msg{Subject: string(t.subject.Render(t.subj[:0], it.Device, it.Node)), Header: t.headers(it), Data: it.Payload}
 	f, err := t.js.PublishMsgAsync(m, jetstream.WithStallWait(t.cfg.Timeout))

@@ -1,6 +1,7 @@
 package uplink
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,36 +26,57 @@ func TestNATSOrder(t *testing.T) {
 		name  string
 		steps []step
 	}{
-		{"in order on one connection", []step{
-			{"send", "a", 1, 0, true}, {"send", "a", 2, 0, true}, {"send", "b", 1, 0, true},
-			{"ok", "a", 1, 0, false}, {"send", "a", 3, 0, true}, {"ok", "a", 2, 0, false}, {"ok", "a", 3, 0, false},
+		{"in order on one connection, after a probe", []step{
+			{"send", "a", 1, 0, true}, {"send", "a", 2, 0, false}, // one at a time until one is acked here
+			{"send", "b", 1, 0, true},
+			{"ok", "a", 1, 0, false},
+			{"send", "a", 2, 0, true}, // the group's restart
+			{"send", "a", 3, 0, true}, {"send", "a", 4, 0, true},
+			{"ok", "a", 2, 0, false}, {"send", "a", 5, 0, true}, {"ok", "a", 3, 0, false},
 		}},
 		{"behind a failure: handed back until the restart", []step{
-			{"send", "a", 1, 0, true}, {"send", "a", 2, 0, true},
-			{"fail", "a", 1, 0, false},
-			{"send", "a", 3, 0, false}, // delivered before the group learnt of the failure
+			{"send", "a", 1, 0, true}, {"ok", "a", 1, 0, false},
+			{"send", "a", 2, 0, true}, {"send", "a", 3, 0, true},
+			{"fail", "a", 2, 0, false},
+			{"send", "a", 4, 0, false}, // delivered before the group learnt of the failure
 			{"send", "b", 1, 0, true},  // another device goes on
-			{"ok", "a", 2, 0, false},
-			{"send", "a", 4, 0, false}, // still of the old run: above every record seen
-			{"send", "a", 1, 0, true},  // the restart, from the oldest unfinished
-			{"send", "a", 3, 0, true},
+			{"ok", "a", 3, 0, false},
+			{"send", "a", 5, 0, false}, // still of the old run: above every record seen
+			{"send", "a", 2, 0, true},  // the restart, from the oldest unfinished
+			{"send", "a", 4, 0, true},
 		}},
-		{"a record of a device with one in flight on an earlier connection", []step{
-			{"send", "a", 1, 0, true},
-			{"send", "b", 1, 1, true}, // nothing of b in flight: the new connection is fine
-			{"send", "a", 2, 1, false},
+		{"a new connection: in flight on the old one, then a probe", []step{
+			{"send", "a", 1, 0, true}, {"ok", "a", 1, 0, false}, {"send", "a", 2, 0, true},
+			{"send", "b", 1, 1, true}, // nothing of b in flight
 			{"send", "a", 3, 1, false},
-			{"fail", "a", 1, 0, false}, // timed out with the old connection
-			{"send", "a", 1, 1, true},
+			{"send", "a", 4, 1, false},
+			{"fail", "a", 2, 0, false}, // timed out with the old connection
 			{"send", "a", 2, 1, true},
+			{"send", "a", 3, 1, false}, // acknowledged on the old connection only: a probe first
+			{"ok", "a", 2, 1, false},
+			{"send", "a", 3, 1, true}, {"send", "a", 4, 1, true},
+		}},
+		{"a stream that refuses, then accepts: never two of a device meanwhile", []step{
+			{"send", "a", 1, 0, true}, {"send", "a", 2, 0, false},
+			{"fail", "a", 1, 0, false},
+			{"send", "a", 1, 0, true}, {"send", "a", 2, 0, false},
+			{"fail", "a", 1, 0, false},
+			{"send", "a", 1, 0, true}, {"send", "a", 2, 0, false},
+			{"ok", "a", 1, 0, false},
+			{"send", "a", 2, 0, true}, {"send", "a", 3, 0, true},
+		}},
+		{"the restart fails at once: its followers are handed back, whatever the last round saw", []step{
+			{"send", "a", 1, 0, true}, {"send", "a", 2, 0, false}, {"send", "a", 3, 0, false},
+			{"fail", "a", 1, 0, false},
+			{"send", "a", 1, 0, true}, {"fail", "a", 1, 0, false}, // the restart; the upstream is still down
+			{"send", "a", 2, 0, false}, // at or below the last round's highest, but behind the failed restart
+			{"send", "a", 3, 0, false},
+			{"send", "a", 1, 0, true},
 		}},
 		{"the restart while retention took the failed records", []step{
 			{"send", "a", 1, 0, true}, {"fail", "a", 1, 0, false},
 			{"send", "a", 2, 0, false}, // the oldest left after retention, taken for a late one
 			{"send", "a", 2, 0, true},  // the group's next round: at or below what was seen
-		}},
-		{"a device forgotten when nothing of it is out", []step{
-			{"send", "a", 1, 0, true}, {"ok", "a", 1, 0, false}, {"send", "a", 2, 5, true},
 		}},
 	}
 	for _, tt := range tests {
@@ -80,13 +102,15 @@ func TestNATSOrder(t *testing.T) {
 	}
 	t.Run("bound", func(t *testing.T) {
 		o := &natsOrder{devs: map[string]*natsDev{}}
-		for i := range uint64(100) {
-			it := &Item{Node: "n1", Device: "d", Seq: i + 1}
-			o.send(it, 0)
+		for i := range 3 * maxOrderDevices {
+			it := &Item{Node: "n1", Device: fmt.Sprintf("d%d", i), Seq: 1}
+			if !o.send(it, 0) {
+				t.Fatalf("device %d: first record refused", i)
+			}
 			o.done(it, true)
-		}
-		if len(o.devs) != 0 {
-			t.Fatalf("%d devices tracked with nothing in flight", len(o.devs))
+			if len(o.devs) > maxOrderDevices {
+				t.Fatalf("%d devices tracked, bound %d", len(o.devs), maxOrderDevices)
+			}
 		}
 	})
 }
