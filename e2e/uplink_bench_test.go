@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,35 +180,15 @@ func storeBacklog(b *testing.B, n *node, total, devices int) {
 func waitDrained(b *testing.B, n *node, total int, count func() uint64) int64 {
 	maxHeld := 0
 	waitFor(b, "backlog drained", 900*time.Second, func() bool {
-		if st, ok := benchUplinkStatus(n); ok {
+		if st, ok := uplinkStatus(b, n); ok {
 			maxHeld = max(maxHeld, st.Held)
 		}
 		return count() >= uint64(total)
 	})
 	peak := procStatusBytes(b, n.cmd.Process.Pid, "VmHWM:")
-	st, _ := benchUplinkStatus(n)
+	st, _ := uplinkStatus(b, n)
 	b.Logf("uplink: sent %d, acked %d, failed %d, retried %d; at most %d held (sampled)", st.Sent, st.Acked, st.Failed, st.Retried, maxHeld)
 	return peak
-}
-
-type benchUplinkStat struct {
-	Held                         int
-	Sent, Acked, Failed, Retried uint64
-}
-
-func benchUplinkStatus(n *node) (benchUplinkStat, bool) {
-	resp, err := http.Get(n.httpURL() + "/v1/status")
-	if err != nil {
-		return benchUplinkStat{}, false
-	}
-	defer resp.Body.Close()
-	var st struct {
-		Uplinks []benchUplinkStat `json:"uplinks"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || len(st.Uplinks) != 1 {
-		return benchUplinkStat{}, false
-	}
-	return st.Uplinks[0], true
 }
 
 // procStatusBytes reads one kB field of /proc/<pid>/status.
