@@ -236,7 +236,7 @@ func publishAsyncRate(b *testing.B, js *jsServer, total, devices int) float64 {
 	for i := range total {
 		m := nats.NewMsg(fmt.Sprintf("plant3.b-%04d", i%devices))
 		m.Data = payload
-		if _, err := jsc.PublishMsgAsync(m, jetstream.WithMsgID("bench:"+strconv.Itoa(i))); err != nil {
+		if _, err := jsc.PublishMsgAsync(m, jetstream.WithMsgID("bench:"+strconv.Itoa(i)), jetstream.WithStallWait(time.Minute)); err != nil {
 			b.Fatal(err)
 		}
 	}

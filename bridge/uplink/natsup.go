@@ -86,7 +86,7 @@ func newNATS(cfg *Config, node string, logger *slog.Logger) (*natsTransport, err
 	}
 	tr := &natsTransport{cfg: cfg, node: node, subject: t, nc: nc, js: js, logger: logger}
 	if cfg.EffectiveDeviceWindow() > 1 {
-		tr.order = &natsOrder{devs: map[string]*natsDev{}}
+		tr.order = &natsOrder{devs: map[devID]*natsDev{}}
 	}
 	return tr, nil
 }
@@ -121,8 +121,11 @@ func (t *natsTransport) Close() { t.nc.Close() }
 // probe again).
 type natsOrder struct {
 	mu   sync.Mutex
-	devs map[string]*natsDev
+	devs map[devID]*natsDev
 }
+
+// devID names a device: sequence numbers are per node.
+type devID struct{ node, device string }
 
 const maxOrderDevices = 1 << 14
 
@@ -143,7 +146,7 @@ type natsDev struct {
 	maxSeq uint64
 }
 
-func devKey(it *Item) string { return it.Node + "\x00" + it.Device }
+func devKey(it *Item) devID { return devID{it.Node, it.Device} }
 
 // send reports whether it may be sent now on connection conn and counts it in flight.
 func (o *natsOrder) send(it *Item, conn uint64) bool {

@@ -81,7 +81,7 @@ func TestNATSOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := &natsOrder{devs: map[string]*natsDev{}}
+			o := &natsOrder{devs: map[devID]*natsDev{}}
 			for i, s := range tt.steps {
 				it := &Item{Node: "n1", Device: s.dev, Seq: s.seq}
 				switch s.op {
@@ -95,13 +95,13 @@ func TestNATSOrder(t *testing.T) {
 			}
 			for k, d := range o.devs {
 				if d.flying < 0 {
-					t.Errorf("device %q: %d in flight", k, d.flying)
+					t.Errorf("device %v: %d in flight", k, d.flying)
 				}
 			}
 		})
 	}
 	t.Run("bound", func(t *testing.T) {
-		o := &natsOrder{devs: map[string]*natsDev{}}
+		o := &natsOrder{devs: map[devID]*natsDev{}}
 		for i := range 3 * maxOrderDevices {
 			it := &Item{Node: "n1", Device: fmt.Sprintf("d%d", i), Seq: 1}
 			if !o.send(it, 0) {
