@@ -1,12 +1,14 @@
 package uplink
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"edgeq/gateway/groups"
 	"edgeq/wal"
 )
 
@@ -175,5 +177,46 @@ func TestDeviceWindowConfig(t *testing.T) {
 		case tt.err == "" && c.EffectiveDeviceWindow() != tt.want:
 			t.Errorf("%s device_window %d: effective %d, want %d", tt.typ, tt.window, c.EffectiveDeviceWindow(), tt.want)
 		}
+	}
+}
+
+// backPipe hands back offset 2 unsent and acknowledges the others.
+type backPipe struct{}
+
+func (backPipe) Start(it *Item) Pending {
+	if it.Offset == 2 {
+		return failed{Result{Outcome: Back, Err: errBehind}}
+	}
+	return failed{Result{Outcome: OK}}
+}
+func (backPipe) Connected() bool { return true }
+func (backPipe) Close()          {}
+
+// TestHandedBackNakedAtOnce: a record the transport hands back unsent is
+// naked without delay and is not an upstream failure.
+func TestHandedBackNakedAtOnce(t *testing.T) {
+	ack := &fakeAcker{}
+	u := New(testConfig(), backPipe{}, ack, quiet, nil)
+	go u.Run(context.Background())
+	defer u.Close()
+	for off := uint64(1); off <= 3; off++ {
+		if !u.Deliver(delivery(off, "d", 1)) {
+			t.Fatal("delivery refused")
+		}
+	}
+	waitUntil(t, "3 answers", func() bool { return ack.count() == 3 })
+	ack.mu.Lock()
+	for _, a := range ack.acks {
+		want := groups.AckDone
+		if a.Handle.Offset == 2 {
+			want = groups.AckNak
+		}
+		if a.Kind != want || a.Delay != 0 {
+			t.Errorf("offset %d: %v delay %v, want %v without delay", a.Handle.Offset, a.Kind, a.Delay, want)
+		}
+	}
+	ack.mu.Unlock()
+	if s := u.Stats(); s.Acked != 2 || s.Failed != 0 || s.Retried != 1 || s.Held != 0 {
+		t.Errorf("stats %+v", s)
 	}
 }
