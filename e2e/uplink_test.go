@@ -356,9 +356,12 @@ type uplinkStat struct {
 	Held       int     `json:"held"`
 	Acked      uint64  `json:"acked"`
 	Oldest     float64 `json:"oldest_unsent_seconds"`
+	Sent       uint64  `json:"sent"`
+	Failed     uint64  `json:"failed"`
+	Retried    uint64  `json:"retried"`
 }
 
-func uplinkStatus(t *testing.T, n *node) (uplinkStat, bool) {
+func uplinkStatus(t testing.TB, n *node) (uplinkStat, bool) {
 	resp, err := http.Get(n.httpURL() + "/v1/status")
 	if err != nil {
 		return uplinkStat{}, false

@@ -51,6 +51,7 @@ func (n *Node) openUplinks() error {
 func uplinkQueueConfig(cfg config.Config, uc uplink.Config) queue.Config {
 	qc := queueConfig(cfg, config.Group{Queue: uc.QueueName(), Deliver: "all"})
 	qc.MaxInFlight = uc.Window
+	qc.DeviceWindow = uc.EffectiveDeviceWindow()
 	qc.MaxDeliver = 1 << 30
 	qc.AckWait = max(qc.AckWait, uplinkAckWait(uc, int64(cfg.NATS.MaxPayload)))
 	qc.MaxNakDelay = max(qc.MaxNakDelay, uc.RetryMax, uc.RetryAfterMax)

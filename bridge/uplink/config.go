@@ -31,6 +31,12 @@ type Config struct {
 	// awaiting the upstream's acknowledgement): its credit in the group
 	// (default 256).
 	Window int `yaml:"window"`
+	// DeviceWindow bounds the records of one device the uplink holds at
+	// once (queue.Config.DeviceWindow of its group): they go out in order
+	// on one connection. 0 picks the type's default: DefaultNATSDeviceWindow
+	// for nats; mqtt and http take only 1 (their order would not survive a
+	// failure with more in flight).
+	DeviceWindow int `yaml:"device_window"`
 	// Timeout bounds one upstream operation (a publish's acknowledgement, a
 	// POST) (default 10s).
 	Timeout time.Duration `yaml:"timeout"`
@@ -104,10 +110,25 @@ const (
 	DefaultRetryMax = 30 * time.Second
 	DefaultBatch    = 100
 	MaxWindow       = 1 << 16
+	// DefaultNATSDeviceWindow is a nats uplink's default device_window.
+	DefaultNATSDeviceWindow = 16
+	// MaxDeviceWindow caps device_window.
+	MaxDeviceWindow = 1024
 )
 
 // DefaultRetryAfterMax caps the wait an upstream's Retry-After can ask for.
 const DefaultRetryAfterMax = 5 * time.Minute
+
+// EffectiveDeviceWindow is DeviceWindow with the type's default for 0.
+func (c *Config) EffectiveDeviceWindow() int {
+	switch {
+	case c.DeviceWindow > 0:
+		return c.DeviceWindow
+	case c.Type == TypeNATS:
+		return DefaultNATSDeviceWindow
+	}
+	return 1
+}
 
 // DefaultConfig returns a Config with the defaults set.
 func DefaultConfig() Config {
@@ -130,6 +151,8 @@ func (c *Config) Validate(key string) error {
 	}
 	check(validName(c.Name), "name", "%q, want 1..64 bytes of [A-Za-z0-9_-]", c.Name)
 	check(c.Window >= 1 && c.Window <= MaxWindow, "window", "%d, want 1..%d", c.Window, MaxWindow)
+	check(c.DeviceWindow >= 0 && c.DeviceWindow <= MaxDeviceWindow, "device_window", "%d, want 1..%d (0: the type's default)", c.DeviceWindow, MaxDeviceWindow)
+	check(c.DeviceWindow <= 1 || c.Type == TypeNATS, "device_window", "%d: a %s uplink sends one record of a device at a time, want 1 (only nats takes more)", c.DeviceWindow, c.Type)
 	check(c.Timeout >= 10*time.Millisecond, "timeout", "%v, want >= 10ms", c.Timeout)
 	check(c.RetryMin > 0 && c.RetryMax >= c.RetryMin, "retry_min", "%v..%v, want 0 < retry_min <= retry_max", c.RetryMin, c.RetryMax)
 	check(c.RetryAfterMax >= 0, "retry_after_max", "%v, want >= 0 (0 ignores Retry-After)", c.RetryAfterMax)

@@ -58,6 +58,9 @@ const (
 	OK        Outcome = iota // acknowledged upstream
 	Retry                    // failed; send again later
 	Permanent                // refused for good: dead letter
+	// Back: not sent, handed back at once (a nak without delay) so that the
+	// group sends it again in order (natsup.go); not an upstream failure.
+	Back
 )
 
 // Result is the outcome of one record of a batch; Err says why for Retry
@@ -468,6 +471,14 @@ func (u *Uplink) finish(it *Item, r Result, el time.Duration) {
 		u.mu.Lock()
 		delete(u.failed, key)
 		u.state = "up"
+		u.mu.Unlock()
+	case Back:
+		u.stats.retried.Add(1)
+		a.Kind = groups.AckNak
+		u.mu.Lock()
+		if len(u.failed) < 4*u.cfg.Window {
+			u.failed[key] = it.Time
+		}
 		u.mu.Unlock()
 	case Retry:
 		u.stats.failed.Add(1)

@@ -73,7 +73,9 @@ func (g *Group) Nak(member MemberID, ref Ref, deliveries int, delay time.Duratio
 	g.counters.naks++
 	g.endDelivery(ei)
 	delay = min(delay, g.cfg.MaxNakDelay)
-	if delay > 0 && int(g.entries[ei].deliveries) < g.cfg.MaxDeliver {
+	if g.window > 1 {
+		g.failInRun(ei, delay, noMember)
+	} else if delay > 0 && int(g.entries[ei].deliveries) < g.cfg.MaxDeliver {
 		e := &g.entries[ei]
 		e.state = stDelayed
 		e.deadline = g.now + int64(delay)
@@ -117,6 +119,10 @@ func (g *Group) Term(member MemberID, ref Ref, deliveries int, now time.Time) er
 // dispatchable again.
 func (g *Group) failDelivery(ei int32, front bool) {
 	g.entries[ei].member = noEntry
+	if g.window > 1 {
+		g.failInRun(ei, 0, noMember)
+		return
+	}
 	if int(g.entries[ei].deliveries) >= g.cfg.MaxDeliver {
 		g.deadLetter(ei, ReasonMaxDeliver)
 		return

@@ -93,6 +93,18 @@ type Config struct {
 	MaxMembers int
 	// MaxPartitions bounds the partitions one group reads (all nodes). Default 1024.
 	MaxPartitions int
+	// DeviceWindow bounds, with OrderPerDevice, the records of one device in
+	// flight at once (default 1). Above 1 a device's records still go out
+	// in order, all to the member that holds the first of them (the next
+	// ones wait in that member's queue), up to the window. On any failure
+	// of one of them (nak, ack_wait expiry, its member leaving or pausing,
+	// its partition pausing) nothing more of the device goes out; once none
+	// of it is out, it starts again from its oldest unfinished record. So
+	// a member that sends in order on one ordered connection keeps the
+	// device's order, and one that hands back what it has not sent after a
+	// failure never puts a record ahead of an earlier one. At most
+	// MaxDeviceWindow.
+	DeviceWindow int
 	// Filter, when set, selects the data messages of this group (the subject
 	// filter match). Messages it rejects finish at once: they still move the
 	// offset window. Move markers are not filtered. nil accepts all.
@@ -114,8 +126,12 @@ func DefaultConfig() Config {
 		MaxAsideDevices: 32,
 		MaxMembers:      1024,
 		MaxPartitions:   1024,
+		DeviceWindow:    1,
 	}
 }
+
+// MaxDeviceWindow caps Config.DeviceWindow.
+const MaxDeviceWindow = 1024
 
 // Validate reports the first field that is out of range.
 func (c Config) Validate() error {
@@ -146,10 +162,21 @@ func (c Config) Validate() error {
 		return fmt.Errorf("queue: config: %w: max_aside_devices must be >= 1, got %d", ErrInvalidConfig, c.MaxAsideDevices)
 	case c.MaxMembers < 1:
 		return fmt.Errorf("queue: config: %w: max_members must be >= 1, got %d", ErrInvalidConfig, c.MaxMembers)
+	case c.DeviceWindow < 0 || c.DeviceWindow > MaxDeviceWindow:
+		return fmt.Errorf("queue: config: %w: device_window must be in [1, %d], got %d", ErrInvalidConfig, MaxDeviceWindow, c.DeviceWindow)
 	case c.MaxPartitions < 1:
 		return fmt.Errorf("queue: config: %w: max_partitions must be >= 1, got %d", ErrInvalidConfig, c.MaxPartitions)
 	}
 	return nil
+}
+
+// deviceWindow returns the effective device window: 0 counts as 1, and
+// OrderNone has no per-device limit to widen.
+func (c *Config) deviceWindow() int32 {
+	if c.DeviceWindow <= 1 || c.Ordering != OrderPerDevice {
+		return 1
+	}
+	return int32(c.DeviceWindow)
 }
 
 // deviceShare returns the effective per-device share of a partition's window.

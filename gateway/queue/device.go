@@ -10,9 +10,12 @@ type device struct {
 	// (= append) order, in the order the lanes were created; at most one
 	// lane per partition. Only with OrderPerDevice.
 	lanes []lane
-	// busy: one entry of the device is out of its lane (ready, in flight or
-	// nak-delayed), so no other may be dispatched. Only with OrderPerDevice.
-	busy bool
+	// out counts the device's entries out of waiting in their lane (ready,
+	// in flight or nak-delayed): at most one, or Config.DeviceWindow for a
+	// run (devwindow.go). While it is above 0 no other lane head may be
+	// dispatched. Only with OrderPerDevice.
+	out int32
+	run runState // Config.DeviceWindow > 1 only
 	// gated: a lane head waits for a move marker; the device is listed in
 	// Group.gated. Only with OrderPerDevice.
 	gated bool
@@ -46,6 +49,7 @@ func (g *Group) deviceFor(id string) int32 {
 	}
 	d := &g.devices[di]
 	d.id, d.hash, d.sticky = id, hashString(id), noEntry
+	d.run = runState{tail: noEntry, holder: noMember, avoid: noMember}
 	g.deviceIdx[id] = di
 	return di
 }
@@ -147,7 +151,10 @@ func (g *Group) markerPassed(ref Ref, own int, di int32) bool {
 // device with nothing left is forgotten. OrderPerDevice only.
 func (g *Group) schedule(di int32) {
 	d := &g.devices[di]
-	if d.busy {
+	if d.out > 0 {
+		if g.window > 1 {
+			g.extendRun(di)
+		}
 		return
 	}
 	for i := 0; i < len(d.lanes); {
@@ -163,7 +170,11 @@ func (g *Group) schedule(di int32) {
 			i++
 			continue
 		}
-		d.busy = true
+		d.out = 1
+		if g.window > 1 {
+			g.startRun(di, head)
+			return
+		}
 		g.pushReady(head, false)
 		return
 	}
@@ -226,6 +237,9 @@ func (g *Group) retire(ei int32) {
 // lets its device move on.
 func (g *Group) finish(ei int32) {
 	di := g.entries[ei].dev
+	if g.window > 1 {
+		g.runFinishing(di, ei)
+	}
 	g.retire(ei)
 	if g.cfg.Ordering == OrderNone {
 		if g.devices[di].pending == 0 {
@@ -233,6 +247,6 @@ func (g *Group) finish(ei int32) {
 		}
 		return
 	}
-	g.devices[di].busy = false
+	g.devices[di].out--
 	g.schedule(di)
 }

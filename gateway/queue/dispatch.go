@@ -58,6 +58,9 @@ func (g *Group) dispatch() {
 		wc := g.members.withCredit
 		g.deliver(ei, wc[randIntN(g.rng, len(wc))])
 	}
+	if g.window > 1 {
+		g.dispatchSticky() // the member queues hold the runs' next records
+	}
 }
 
 // park moves a dispatchable entry of a paused partition, just taken off its
@@ -65,6 +68,10 @@ func (g *Group) dispatch() {
 func (g *Group) park(ei int32) bool {
 	if !g.parts[g.entries[ei].part].paused {
 		return false
+	}
+	if g.entries[ei].follow {
+		g.pullBackFollow(ei)
+		return true
 	}
 	g.qPush(&g.parked, ei)
 	return true
@@ -106,4 +113,7 @@ func (g *Group) deliver(ei, slot int32) {
 	}
 	out := &g.out[g.cur]
 	out.Deliver = append(out.Deliver, Delivery{Member: m.id, Msg: e.msg, Deliveries: int(e.deliveries)})
+	if g.window > 1 {
+		g.runDelivered(ei, slot)
+	}
 }

@@ -47,6 +47,11 @@
 //     messages go out in append order. Messages of one device that arrive
 //     through several nodes are ordered per node (per partition chain) and
 //     never two in flight. Ordering none: no per-device limit, markers ignored.
+//   - Device window (Config.DeviceWindow > 1, per_device only): up to that
+//     many of a device's messages in flight, consecutive in append order and
+//     all with the member that holds the first; any failure among them
+//     stops the device until none is in flight, then it starts again from
+//     its oldest unfinished message (devwindow.go).
 //   - Move markers: a data message whose MoveRef names a marker is not
 //     dispatched before that marker is passed (it reached the head of its
 //     device's queue in its partition). A marker at or below the window

@@ -122,8 +122,14 @@ func (g *Group) withhold(ei int32) bool {
 	e.state = stWaiting
 	if g.cfg.Ordering == OrderPerDevice {
 		di := e.dev
-		g.devices[di].busy = false
-		g.schedule(di)
+		if g.window > 1 { // a run's record: the run stops here, as on a failure
+			g.stopRun(di)
+			e.follow = false
+			g.runEntryBack(di)
+		} else {
+			g.devices[di].out--
+			g.schedule(di)
+		}
 	}
 	return true
 }

@@ -13,6 +13,7 @@ type Group struct {
 	rng Rand
 	// shareMsgs, shareBytes: the per-device share of a partition's window (aside.go).
 	shareMsgs, shareBytes int
+	window                int32 // Config.DeviceWindow in effect (devwindow.go)
 	now                   int64 // unix ns of the latest input
 
 	parts   []partition
@@ -50,6 +51,9 @@ type Group struct {
 	out     [2]Ready // double buffer: one being filled, one handed out by Ready
 	cur     int
 	scratch []int32 // reused by rare bulk operations (rebalancing, member leave)
+	// restarts: devices whose run ended while the member queues were
+	// rebuilt (devwindow.go); bound: the device table.
+	restarts []int32
 
 	counters counters
 }
@@ -82,6 +86,7 @@ func New(cfg Config, start map[int]uint64, rng Rand) (*Group, error) {
 		parked:      newEntryQueue(),
 	}
 	g.shareMsgs, g.shareBytes = g.cfg.deviceShare()
+	g.window = g.cfg.deviceWindow()
 	// Sorted, so the order of Fetch and Commit actions never depends on map iteration.
 	ids := make([]int, 0, len(start))
 	for id := range start {

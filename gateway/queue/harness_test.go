@@ -183,6 +183,8 @@ func (h *harness) cmdNew(args map[string]string) error {
 			cfg.DeviceShareMsgs = atoi(v)
 		case "share_bytes":
 			cfg.DeviceShareBytes = atoi(v)
+		case "window":
+			cfg.DeviceWindow = atoi(v)
 		case "max_aside":
 			cfg.MaxAsideDevices = atoi(v)
 		case "seed":

@@ -19,6 +19,7 @@ type member struct {
 	inFlight  int
 	creditPos int32      // index in memberTable.withCredit, or -1
 	queue     entryQueue // sticky strategy: messages waiting for this member
+	pauses    uint32     // times its credit went to 0: a run it holds stops (devwindow.go)
 	inWork    bool       // listed in Group.work
 }
 
@@ -124,6 +125,7 @@ func (g *Group) setCredit(slot int32, credit int) {
 			mt.active++
 		} else {
 			mt.active--
+			m.pauses++
 		}
 		g.membershipChanged()
 	}

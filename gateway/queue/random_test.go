@@ -30,11 +30,15 @@ func TestRandomInterleavings(t *testing.T) {
 		ordering Ordering
 		strategy Strategy
 		filter   bool
+		window   int // Config.DeviceWindow; 0: the default
+		seedDiv  int // run 1/seedDiv of the seeds (at least 3): keeps the test's runtime
 	}{
-		{"per_device_random", OrderPerDevice, StrategyRandom, false},
-		{"per_device_sticky", OrderPerDevice, StrategySticky, true},
-		{"none_random", OrderNone, StrategyRandom, true},
-		{"none_sticky", OrderNone, StrategySticky, false},
+		{"per_device_random", OrderPerDevice, StrategyRandom, false, 0, 0},
+		{"per_device_sticky", OrderPerDevice, StrategySticky, true, 0, 0},
+		{"none_random", OrderNone, StrategyRandom, true, 0, 0},
+		{"none_sticky", OrderNone, StrategySticky, false, 0, 0},
+		{"per_device_window_random", OrderPerDevice, StrategyRandom, false, 3, 10},
+		{"per_device_window_sticky", OrderPerDevice, StrategySticky, true, 3, 20},
 	}
 	seeds := make([]uint64, 0, *randomSeeds)
 	if *randomSeed != 0 {
@@ -51,8 +55,11 @@ func TestRandomInterleavings(t *testing.T) {
 	for _, c := range configs {
 		t.Run(c.name, func(t *testing.T) {
 			total := map[string]int{}
-			for _, seed := range seeds {
+			for _, seed := range windowSeeds(seeds, c.seedDiv) {
 				m := newModel(t, seed, c.ordering, c.strategy, c.filter)
+				if c.window > 1 {
+					m.setDeviceWindow(c.window)
+				}
 				m.run(*randomSteps)
 				if t.Failed() {
 					return
@@ -61,7 +68,7 @@ func TestRandomInterleavings(t *testing.T) {
 					total[k] += v
 				}
 			}
-			t.Logf("%d seeds: %v", len(seeds), total)
+			t.Logf("%d seeds: %v", len(windowSeeds(seeds, c.seedDiv)), total)
 		})
 	}
 }
@@ -107,6 +114,8 @@ type model struct {
 	marks       map[int]uint64 // highest offset delivered per partition: a drain delivers nothing above it
 	instCommits map[int]uint64
 	paused      map[int]bool // partitions paused in this instance
+
+	win *windowModel // the device window checks (random_window_test.go); nil without a window
 
 	log    []string       // recent steps, printed on failure
 	counts map[string]int // what the run exercised, for -v
@@ -406,6 +415,9 @@ func (m *model) acknowledge(kind string) {
 		m.flight[i].deadline = m.now.Add(m.cfg.AckWait)
 	default:
 		m.flight = slices.Delete(m.flight, i, i+1)
+		if kind != "term" {
+			m.windowFailed(f.device)
+		}
 	}
 }
 
@@ -441,7 +453,14 @@ func (m *model) joinOrLeave() {
 			m.fail("leave %s: %v", id, err)
 		}
 		delete(m.members, id)
-		m.flight = slices.DeleteFunc(m.flight, func(f flight) bool { return f.member == id })
+		var left []string
+		m.flight = slices.DeleteFunc(m.flight, func(f flight) bool {
+			if f.member == id {
+				left = append(left, f.device)
+			}
+			return f.member == id
+		})
+		m.windowFailed(left...)
 		if credit > 0 {
 			m.epoch++
 		}
@@ -471,6 +490,9 @@ func (m *model) changeCredit() {
 	}
 	if (credit > 0) != (m.members[id] > 0) {
 		m.epoch++
+		if credit == 0 {
+			m.windowPaused(id)
+		}
 	}
 	m.members[id] = credit
 }
@@ -488,13 +510,16 @@ func (m *model) memberIDs() []MemberID {
 func (m *model) advance(d time.Duration) {
 	m.now = m.now.Add(d)
 	m.logf("tick +%v", d)
+	var expired []string
 	m.flight = slices.DeleteFunc(m.flight, func(f flight) bool {
 		if !f.deadline.After(m.now) {
 			m.counts["timeouts"]++
+			expired = append(expired, f.device)
 			return true
 		}
 		return false
 	})
+	m.windowFailed(expired...)
 	if err := m.g.Tick(m.now); err != nil && !m.drained {
 		m.fail("tick: %v", err)
 	}
@@ -649,7 +674,15 @@ func (m *model) onDeliver(d Delivery) {
 		m.fail("delivered %s to %s holding %d with credit %d", ref, d.Member, held, credit)
 	}
 	key := devKey{nodeOf(ref.Partition), rec.Device}
-	if m.cfg.Ordering == OrderPerDevice {
+	if m.win != nil {
+		m.checkWindowDelivery(d, rec, key)
+		if d.Deliveries == 1 {
+			if last := m.firstSeq[key]; rec.Seq <= last {
+				m.fail("first delivery of %s#%d after #%d: out of order", rec.Device, rec.Seq, last)
+			}
+			m.firstSeq[key] = rec.Seq
+		}
+	} else if m.cfg.Ordering == OrderPerDevice {
 		for other := range m.open {
 			if other == ref {
 				continue
@@ -666,7 +699,9 @@ func (m *model) onDeliver(d Delivery) {
 			m.checkEarlierDone(key, rec)
 		}
 	}
-	if m.cfg.Strategy == StrategySticky && d.Deliveries == 1 {
+	// With a device window a run stays with its holder across a membership
+	// change (checkWindowDelivery checks the single holder instead).
+	if m.cfg.Strategy == StrategySticky && d.Deliveries == 1 && m.win == nil {
 		if s, ok := m.sticky[rec.Device]; ok && s.epoch == m.epoch && s.member != d.Member {
 			m.fail("sticky: %s went to %s, before to %s, membership unchanged", rec.Device, d.Member, s.member)
 		}

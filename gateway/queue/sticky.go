@@ -31,7 +31,7 @@ func (g *Group) stickyMember(di int32) int32 {
 // each device's messages keeping their relative order.
 func (g *Group) membershipChanged() {
 	g.members.epoch++
-	if g.cfg.Strategy != StrategySticky {
+	if g.cfg.Strategy != StrategySticky && g.window == 1 {
 		return
 	}
 	all := newEntryQueue()
@@ -44,14 +44,26 @@ func (g *Group) membershipChanged() {
 	for g.unassigned.n > 0 {
 		g.qPush(&all, g.qPop(&g.unassigned))
 	}
+	restarts := g.restarts[:0]
 	for all.n > 0 {
-		g.pushReady(g.qPop(&all), false)
+		ei := g.qPop(&all)
+		if !g.entries[ei].follow {
+			g.pushReady(ei, false)
+			continue
+		}
+		if di, ended := g.requeueFollow(ei); ended {
+			restarts = append(restarts, di)
+		}
 	}
+	for _, di := range restarts {
+		g.schedule(di)
+	}
+	g.restarts = restarts[:0]
 }
 
 // addWork lists a member whose sticky queue it may now serve.
 func (g *Group) addWork(slot int32) {
-	if g.cfg.Strategy != StrategySticky {
+	if g.cfg.Strategy != StrategySticky && g.window == 1 {
 		return
 	}
 	m := &g.members.slots[slot]

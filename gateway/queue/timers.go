@@ -29,6 +29,11 @@ func (g *Group) Tick(now time.Time) error {
 		g.counters.timeouts++
 		holder := e.member
 		g.releaseCredit(holder)
+		if g.window > 1 {
+			e.member = noEntry
+			g.failInRun(ei, 0, g.refOf(holder))
+			continue
+		}
 		if int(e.deliveries) >= g.cfg.MaxDeliver {
 			e.member = noEntry
 			g.deadLetter(ei, ReasonMaxDeliver)
