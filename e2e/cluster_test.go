@@ -13,7 +13,7 @@ import (
 func TestClusterPeersAndLeaders(t *testing.T) {
 	pa, pb, pc := freePort(t), freePort(t), freePort(t)
 	conf := func(listen, prio int, secret string, peers ...int) string {
-		s := fmt.Sprintf("groups:\n  - {subject: telemetry.>, queue: up}\ncluster:\n  name: plant\n  secret: %s\n  priority: %d\n  listen: 127.0.0.1:%d\n  mdns: false\n  heartbeat_interval: 100ms\n  failure_timeout: 1s\n  peers:\n", secret, prio, listen)
+		s := fmt.Sprintf("groups:\n  - {subject: telemetry.>, queue: up}\ncluster:\n  name: plant\n  secret: %s\n  priority: %d\n  listen: 127.0.0.1:%d\n  mdns: false\n  heartbeat_interval: 200ms\n  failure_timeout: 3s\n  peers:\n", secret, prio, listen)
 		for _, p := range peers {
 			s += fmt.Sprintf("    - 127.0.0.1:%d\n", p)
 		}
