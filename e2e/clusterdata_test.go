@@ -247,7 +247,7 @@ func TestClusterLeaderKill(t *testing.T) {
 			want[payload] = true
 		}
 	}
-	waitDelivered(t, tr, want, 60*time.Second)
+	waitAllDelivered(t, tr, want, 60*time.Second)
 	dupes := tr.twice()
 	tr.mu.Lock()
 	defer tr.mu.Unlock()

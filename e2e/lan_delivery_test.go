@@ -67,33 +67,6 @@ func (lt *lanTraffic) acked() map[string]bool {
 	return out
 }
 
-// waitDelivered waits until every acknowledged publish was delivered.
-func waitDelivered(t *testing.T, tr *tracker, want map[string]bool, within time.Duration) {
-	t.Helper()
-	missing := func() (n int, example string) {
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		for p := range want {
-			if tr.seen[p] == 0 {
-				n++
-				example = p
-			}
-		}
-		return n, example
-	}
-	deadline := time.Now().Add(within)
-	for {
-		n, ex := missing()
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d acknowledged publishes never delivered, e.g. %s", n, len(want), ex)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestLANDeliveryAcrossNodes: three nodes in their own namespaces find each
 // other by mDNS; telemetry is published on all three (some devices on every
 // node) and workers of one queue group are connected to different nodes.
@@ -121,7 +94,7 @@ func TestLANDeliveryAcrossNodes(t *testing.T) {
 	const total = 3 * 24 * 40
 	waitFor(t, "every publish acknowledged", 30*time.Second, func() bool { return len(lt.acked()) == total })
 	want := lt.acked()
-	waitDelivered(t, tr, want, 60*time.Second)
+	waitAllDelivered(t, tr, want, 60*time.Second)
 	tr.mu.Lock()
 	problems, byWorker := tr.problems, fmt.Sprint(tr.byWorker)
 	tr.mu.Unlock()
@@ -202,7 +175,7 @@ func TestLANPartitionDelivery(t *testing.T) {
 	mark := tr.distinct()
 	waitFor(t, "traffic after the heal", 30*time.Second, func() bool { return tr.distinct() > mark+1000 })
 	lt.halt()
-	waitDelivered(t, tr, lt.acked(), 60*time.Second)
+	waitAllDelivered(t, tr, lt.acked(), 60*time.Second)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if tr.problems > 0 {
