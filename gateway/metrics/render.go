@@ -304,26 +304,16 @@ func renderJetStream(e *enc, s *Snapshot) {
 	if !j.Enabled {
 		return
 	}
-	e.family("edgeq_jetstream_api_requests_total", counter)
-	e.u("edgeq_jetstream_api_requests_total", j.APICalls)
-	e.family("edgeq_jetstream_api_errors_total", counter)
-	e.u("edgeq_jetstream_api_errors_total", j.APIErrors)
-	e.family("edgeq_jetstream_consumers", gauge)
-	e.u("edgeq_jetstream_consumers", uint64(max(j.Consumers, 0)))
-	e.family("edgeq_jetstream_consumers_deleted_total", counter)
-	e.u("edgeq_jetstream_consumers_deleted_total", j.ConsumersDeleted)
-	e.family("edgeq_jetstream_consumers_expired_total", counter)
-	e.u("edgeq_jetstream_consumers_expired_total", j.ConsumersExpired)
-	e.family("edgeq_jetstream_bad_pulls_total", counter)
-	e.u("edgeq_jetstream_bad_pulls_total", j.BadPulls)
-	e.family("edgeq_jetstream_msg_ids", gauge)
-	e.u("edgeq_jetstream_msg_ids", uint64(max(j.MsgIDs, 0)))
-	e.family("edgeq_jetstream_max_msg_ids", gauge)
-	e.u("edgeq_jetstream_max_msg_ids", uint64(max(j.MaxMsgIDs, 0)))
-	e.family("edgeq_jetstream_duplicates_total", counter)
-	e.u("edgeq_jetstream_duplicates_total", j.Duplicates)
-	e.family("edgeq_jetstream_msg_ids_evicted_total", counter)
-	e.u("edgeq_jetstream_msg_ids_evicted_total", j.MsgIDsEvicted)
+	e.counter1("edgeq_jetstream_api_requests_total", j.APICalls)
+	e.counter1("edgeq_jetstream_api_errors_total", j.APIErrors)
+	e.gauge1("edgeq_jetstream_consumers", uint64(max(j.Consumers, 0)))
+	e.counter1("edgeq_jetstream_consumers_deleted_total", j.ConsumersDeleted)
+	e.counter1("edgeq_jetstream_consumers_expired_total", j.ConsumersExpired)
+	e.counter1("edgeq_jetstream_bad_pulls_total", j.BadPulls)
+	e.gauge1("edgeq_jetstream_msg_ids", uint64(max(j.MsgIDs, 0)))
+	e.gauge1("edgeq_jetstream_max_msg_ids", uint64(max(j.MaxMsgIDs, 0)))
+	e.counter1("edgeq_jetstream_duplicates_total", j.Duplicates)
+	e.counter1("edgeq_jetstream_msg_ids_evicted_total", j.MsgIDsEvicted)
 }
 
 func renderConsole(e *enc, s *Snapshot) {
