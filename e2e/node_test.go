@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -58,14 +59,61 @@ func TestMain(m *testing.M) {
 }
 
 // freePort returns a loopback port that was free a moment ago.
+//
+// A port is handed out once per test process, and it is taken below the
+// kernel's ephemeral range where there is room: a port from bind(0) is free
+// when it is closed again, so two calls could return the same one (a CI run
+// started two nodes on one NATS port), and a client connection's local port
+// could take it before the node binds it.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	lo, hi := portsBelowEphemeral()
+	for range 10000 {
+		p := 0
+		if hi > lo {
+			p = lo + rand.IntN(hi-lo)
+			if portsGiven[p] {
+				continue
+			}
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			if hi > lo {
+				continue // in use
+			}
+			t.Fatal(err)
+		}
+		p = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !portsGiven[p] {
+			portsGiven[p] = true
+			return p
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("freePort: no free loopback port found")
+	return 0
+}
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
+
+// portsBelowEphemeral is the range freePort picks from: from 10000 up to the
+// start of net.ipv4.ip_local_port_range, or none (bind(0)) when that starts
+// too low to leave room.
+func portsBelowEphemeral() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err != nil || first < 12000 {
+		return 0, 0
+	}
+	return 10000, first
 }
 
 // node is one edgeq process.
