@@ -165,19 +165,3 @@ func (s *Snapshot) GroupPartition(g *groups.GroupStats, p int, committed uint64)
 	return ref.Node + "/" + strconv.Itoa(ref.Partition), lag
 }
 
-// GroupLag is the lag of the group of key over all its partitions (0 for a
-// group not in the snapshot).
-func (s *Snapshot) GroupLag(key groups.GroupKey) uint64 {
-	var lag uint64
-	for i := range s.Groups {
-		g := &s.Groups[i]
-		if g.Key != key {
-			continue
-		}
-		for _, p := range g.Core.Partitions {
-			_, l := s.GroupPartition(g, p.Partition, p.Committed)
-			lag += l
-		}
-	}
-	return lag
-}
