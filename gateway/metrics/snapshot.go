@@ -164,4 +164,3 @@ func (s *Snapshot) GroupPartition(g *groups.GroupStats, p int, committed uint64)
 	}
 	return ref.Node + "/" + strconv.Itoa(ref.Partition), lag
 }
-
