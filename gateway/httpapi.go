@@ -84,7 +84,7 @@ func (n *Node) authorized(h http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token.Reveal())) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="edgeq"`)
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token"})
 			return

@@ -154,7 +154,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	n.js, n.dedup = js, dedup
 	n.nats = natsserver.New(natsserver.Config{
 		Listen:           cfg.NATS.Listen,
-		AuthToken:        cfg.NATS.AuthToken,
+		AuthToken:        cfg.NATS.AuthToken.Reveal(),
 		Users:            users,
 		Perms:            perms,
 		TelemetryPrefix:  cfg.NATS.TelemetryPrefix,
@@ -514,7 +514,7 @@ func loadTLS(key string, t config.TLS) (*tlsconf.Store, error) {
 func natsUsers(c config.NATS) (map[string]string, map[string]*natsserver.Permissions) {
 	users, perms := map[string]string{}, map[string]*natsserver.Permissions{}
 	for _, u := range c.Users {
-		users[u.User] = u.Password
+		users[u.User] = u.Password.Reveal()
 		if p := u.Permissions; p != nil {
 			perms[u.User] = &natsserver.Permissions{
 				Publish:   natsserver.Rules{Allow: p.Publish.Allow, Deny: p.Publish.Deny},

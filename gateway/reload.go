@@ -59,7 +59,7 @@ func (n *Node) Reload(cfg config.Config) (restart []string, err error) {
 		c.cur.Adopt(c.new)
 	}
 	users, perms := natsUsers(cfg.NATS)
-	n.nats.SetAuth(cfg.NATS.AuthToken, users, perms)
+	n.nats.SetAuth(cfg.NATS.AuthToken.Reveal(), users, perms)
 	restart = append(restart, needRestart(*old, cfg)...)
 	applied := cfg
 	n.applied = &applied

@@ -129,7 +129,7 @@ func (o *Options) Validate() error {
 	}
 	check(o.Partitions >= 1 && o.Partitions <= 1024, "partitions: %d, want 1..1024", o.Partitions)
 	check(o.HotPartitions >= 0 && o.HotPartitions <= 64, "hot_partitions: %d, want 0..64", o.HotPartitions)
-	check(o.SegmentSize >= 64<<10 && o.SegmentSize <= 64<<20, "segment_size: %d, want 64 KiB..64 MiB", o.SegmentSize)
+	check(o.SegmentSize >= 64<<10 && o.SegmentSize <= 64<<20, "segment_size: %s, want 64 KiB..64 MiB", sizeText(int64(o.SegmentSize)))
 	check(o.SegmentCache >= 1 && o.SegmentCache <= 16, "segment_cache: %d, want 1..16", o.SegmentCache)
 	switch o.Durability {
 	case DurabilityAlways, DurabilityInterval, DurabilityNone:
@@ -137,15 +137,15 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("durability: %q, want always, interval or none", o.Durability))
 	}
 	check(o.FsyncInterval > 0 || o.Durability != DurabilityInterval, "fsync_interval: %v, want > 0", o.FsyncInterval)
-	check(o.CommitBytes >= 1<<10 && o.CommitBytes <= 64<<20, "commit_bytes: %d, want 1 KiB..64 MiB", o.CommitBytes)
+	check(o.CommitBytes >= 1<<10 && o.CommitBytes <= 64<<20, "commit_bytes: %s, want 1 KiB..64 MiB", sizeText(int64(o.CommitBytes)))
 	check(o.SyncWorkers >= 1 && o.SyncWorkers <= 64, "sync_workers: %d, want 1..64", o.SyncWorkers)
 	check(o.MaxBatch >= 1 && o.MaxBatch <= 1<<16, "max_batch: %d, want 1..65536", o.MaxBatch)
 	check(o.QueueDepth >= 1 && o.QueueDepth <= 1<<20, "queue_depth: %d, want 1..1048576", o.QueueDepth)
-	check(o.MaxRecordBytes >= 1024 && o.MaxRecordBytes <= 64<<20, "max_record_bytes: %d, want 1 KiB..64 MiB", o.MaxRecordBytes)
+	check(o.MaxRecordBytes >= 1024 && o.MaxRecordBytes <= 64<<20, "max_record_bytes: %s, want 1 KiB..64 MiB", sizeText(int64(o.MaxRecordBytes)))
 	check(o.MaxDevices >= 1, "max_devices: %d, want >= 1", o.MaxDevices)
-	check(o.MaxBytes >= 0, "max_bytes: %d, want >= 0", o.MaxBytes)
+	check(o.MaxBytes >= 0, "max_bytes: %s, want >= 0", sizeText(o.MaxBytes))
 	check(o.MaxAge >= 0, "max_age: %v, want >= 0", o.MaxAge)
-	check(o.MinFreeBytes >= 0, "min_free_bytes: %d, want >= 0", o.MinFreeBytes)
+	check(o.MinFreeBytes >= 0, "min_free_bytes: %s, want >= 0", sizeText(o.MinFreeBytes))
 	check(o.MinFreePercent >= 0 && o.MinFreePercent <= 90, "min_free_percent: %v, want 0..90", o.MinFreePercent)
 	switch o.FullPolicy {
 	case DropOldest, Reject:
@@ -164,3 +164,17 @@ func (o *Options) Validate() error {
 // TotalPartitions is the number of normal plus hot partitions. Hot partitions
 // are numbered after the normal ones.
 func (o *Options) TotalPartitions() int { return o.Partitions + o.HotPartitions }
+
+// sizeText writes a byte count as the config does: in the largest binary
+// unit that divides it ("12B", "64KiB", "1MiB").
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return fmt.Sprintf("%d%s", n/u.mult, u.suffix)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"edgeq/internal/secret"
 	"edgeq/wal"
 )
 
@@ -22,9 +23,9 @@ type Config struct {
 	// ClientID must be stable (the broker keeps the persistent session under it)
 	// and unique (two clients with one ID kick each other off in a loop).
 	// Empty: "edgeq-<node id>-<name>".
-	ClientID string `yaml:"client_id"`
-	Username string `yaml:"username"`
-	Password string `yaml:"password"`
+	ClientID string        `yaml:"client_id"`
+	Username string        `yaml:"username"`
+	Password secret.String `yaml:"password"`
 	// CAFile verifies the broker's certificate (ssl:// only; empty: system roots).
 	CAFile string `yaml:"ca_file"`
 	// CertFile and KeyFile are the client certificate, both or neither.
@@ -212,6 +213,11 @@ func validName(s string) bool {
 func parseBroker(s string) (*url.URL, error) {
 	if s == "" {
 		return nil, errors.New("empty, want tcp://host:port or ssl://host:port")
+	}
+	if secret.URLUserinfo(s) {
+		// The broker URL shows in status and logs; credentials go in
+		// username and password, which no printer shows.
+		return nil, fmt.Errorf("%q carries credentials: set username and password instead", secret.RedactURL(s))
 	}
 	u, err := url.Parse(s)
 	if err != nil {

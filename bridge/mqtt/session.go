@@ -24,7 +24,7 @@ func (b *Bridge) clientOptions() *paho.ClientOptions {
 	o.AddBroker(b.broker.String())
 	o.SetClientID(b.clientID)
 	o.SetUsername(b.cfg.Username)
-	o.SetPassword(b.cfg.Password)
+	o.SetPassword(b.cfg.Password.Reveal())
 	o.SetProtocolVersion(4)    // MQTT 3.1.1; no silent fall back to 3.1
 	o.SetCleanSession(false)   // the broker keeps our subscriptions and unacked messages
 	o.SetOrderMatters(true)    // one router goroutine, in order; onMessage never blocks

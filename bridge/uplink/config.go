@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"edgeq/internal/secret"
 )
 
 // Types of uplinks.
@@ -68,11 +70,11 @@ type NATSConfig struct {
 	// URL of the server(s), comma separated (nats://, tls://).
 	URL string `yaml:"url"`
 	// Subject template: literal tokens, {device} and {node} (e.g. plant3.{device}).
-	Subject   string `yaml:"subject"`
-	Token     string `yaml:"token"`
-	User      string `yaml:"user"`
-	Password  string `yaml:"password"`
-	CredsFile string `yaml:"creds_file"`
+	Subject   string        `yaml:"subject"`
+	Token     secret.String `yaml:"token"`
+	User      string        `yaml:"user"`
+	Password  secret.String `yaml:"password"`
+	CredsFile string        `yaml:"creds_file"`
 }
 
 // HTTPConfig is an HTTP upstream.
@@ -87,8 +89,9 @@ type HTTPConfig struct {
 	// IdempotencyHeader carries a key stable across retries of a batch
 	// (default Idempotency-Key).
 	IdempotencyHeader string `yaml:"idempotency_header"`
-	// Headers are added to every request (e.g. Authorization).
-	Headers map[string]string `yaml:"headers"`
+	// Headers are added to every request (e.g. Authorization). Their
+	// values are secrets: no printer shows them.
+	Headers map[string]secret.String `yaml:"headers"`
 }
 
 // MQTTConfig is an MQTT upstream (QoS 1, persistent session).
@@ -96,10 +99,10 @@ type MQTTConfig struct {
 	// Broker is tcp://host:port or ssl://host:port.
 	Broker string `yaml:"broker"`
 	// Topic template: literal levels, {device} and {node}.
-	Topic    string `yaml:"topic"`
-	ClientID string `yaml:"client_id"`
-	Username string `yaml:"username"`
-	Password string `yaml:"password"`
+	Topic    string        `yaml:"topic"`
+	ClientID string        `yaml:"client_id"`
+	Username string        `yaml:"username"`
+	Password secret.String `yaml:"password"`
 }
 
 // Defaults of Config.
@@ -179,7 +182,7 @@ func (c *Config) Validate(key string) error {
 			check(false, "nats.subject", "%v", err)
 		}
 		auths := 0
-		for _, s := range []string{n.Token, n.User, n.CredsFile} {
+		for _, s := range []string{n.Token.Reveal(), n.User, n.CredsFile} {
 			if s != "" {
 				auths++
 			}
@@ -213,6 +216,11 @@ func (c *Config) Validate(key string) error {
 }
 
 func checkURL(s string, schemes ...string) error {
+	if secret.URLUserinfo(s) {
+		// URLs show in status and logs; credentials go in the keys that
+		// no printer shows.
+		return fmt.Errorf("%q carries credentials: set them in token, user/password, username/password or http.headers instead", secret.RedactURL(s))
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return fmt.Errorf("%q: %v", s, err)

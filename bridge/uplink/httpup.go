@@ -121,7 +121,7 @@ func (t *httpTransport) post(ctx context.Context, batch []*Item) Result {
 	}
 	req.Header.Set("Content-Type", ct)
 	for k, v := range t.cfg.HTTP.Headers {
-		req.Header.Set(k, v)
+		req.Header.Set(k, v.Reveal())
 	}
 	req.Header.Set(t.cfg.HTTP.IdempotencyHeader, IdempotencyKey(batch))
 	req.Header.Set("Edgeq-Records", strconv.Itoa(len(batch)))

@@ -42,7 +42,7 @@ func newMQTT(cfg *Config, node string, logger *slog.Logger) (*mqttTransport, err
 	o.AddBroker(m.Broker)
 	o.SetClientID(id)
 	o.SetUsername(m.Username)
-	o.SetPassword(m.Password)
+	o.SetPassword(m.Password.Reveal())
 	o.SetProtocolVersion(4)
 	o.SetCleanSession(false) // persistent session: the broker keeps our in-flight QoS 1 state
 	o.SetOrderMatters(true)

@@ -62,9 +62,9 @@ func newNATS(cfg *Config, node string, logger *slog.Logger) (*natsTransport, err
 	n := cfg.NATS
 	switch {
 	case n.Token != "":
-		opts = append(opts, nats.Token(n.Token))
+		opts = append(opts, nats.Token(n.Token.Reveal()))
 	case n.User != "":
-		opts = append(opts, nats.UserInfo(n.User, n.Password))
+		opts = append(opts, nats.UserInfo(n.User, n.Password.Reveal()))
 	case n.CredsFile != "":
 		opts = append(opts, nats.UserCredentials(n.CredsFile))
 	}

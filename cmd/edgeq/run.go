@@ -32,14 +32,17 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "edgeq run: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	cfg, err := config.Load(*path, os.Environ(), fl)
+	cfg, notes, err := config.LoadWithNotes(*path, os.Environ(), fl)
 	if err != nil {
 		fmt.Fprintf(stderr, "edgeq run: %v\n", err)
 		return 2
 	}
 	if *printConfig {
-		shown := redact(cfg)
-		out, err := shown.YAML()
+		for _, n := range notes {
+			fmt.Fprintf(stderr, "edgeq run: %s\n", n)
+		}
+		eff := cfg.Effective()
+		out, err := eff.YAML() // secrets print as <hidden>
 		if err != nil {
 			fmt.Fprintf(stderr, "edgeq run: %v\n", err)
 			return 1
@@ -50,6 +53,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	var level slog.LevelVar
 	level.Set(parseLevel(cfg.LogLevel))
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &level}))
+	for _, n := range notes {
+		logger.Warn("config: " + n)
+	}
 	node, err := gateway.NewNode(cfg, semver(version, commit), logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
@@ -94,10 +100,13 @@ func parseLevel(level string) slog.Level {
 // change while running; a config that does not load or apply keeps the
 // one in use, and the log says why.
 func reload(node *gateway.Node, path string, fl config.Flags, level *slog.LevelVar, logger *slog.Logger) {
-	cfg, err := config.Load(path, os.Environ(), fl)
+	cfg, notes, err := config.LoadWithNotes(path, os.Environ(), fl)
 	if err != nil {
 		logger.Error("reload refused: keeping the configuration in use", "err", err)
 		return
+	}
+	for _, n := range notes {
+		logger.Warn("config: " + n)
 	}
 	restart, err := node.Reload(cfg)
 	if err != nil {
@@ -109,23 +118,4 @@ func reload(node *gateway.Node, path string, fl config.Flags, level *slog.LevelV
 	if len(restart) > 0 {
 		logger.Warn("reload: these changes need a restart and were not applied", "keys", strings.Join(restart, ", "))
 	}
-}
-
-// redact hides secrets in printed configuration.
-func redact(cfg config.Config) config.Config {
-	hide := func(s *string) {
-		if *s != "" {
-			*s = "<hidden>"
-		}
-	}
-	hide(&cfg.NATS.AuthToken)
-	hide(&cfg.NSQ.AuthToken)
-	hide(&cfg.HTTP.Token)
-	hide(&cfg.Cluster.Secret)
-	users := make([]config.User, len(cfg.NATS.Users))
-	for i, u := range cfg.NATS.Users {
-		users[i] = config.User{User: u.User, Password: "<hidden>", Permissions: u.Permissions}
-	}
-	cfg.NATS.Users = users
-	return cfg
 }

@@ -41,7 +41,7 @@ type Node struct {
 
 func NewNode(cfg config.Config, id, version string, partitions int, logger *slog.Logger) (*Node, error) {
 	cl := cfg.Cluster
-	secret := []byte(cl.Secret)
+	secret := []byte(cl.Secret.Reveal())
 	if cl.SecretFile != "" {
 		b, err := readSecretFile(cl.SecretFile)
 		if err != nil {

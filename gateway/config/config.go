@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"edgeq/bridge/serial"
 	"edgeq/bridge/uplink"
 	"edgeq/gateway/natsproto"
+	"edgeq/internal/secret"
 	"edgeq/wal"
 )
 
@@ -104,9 +106,9 @@ func (m *ModbusBus) UnmarshalYAML(n *yaml.Node) error {
 type NATS struct {
 	// Listen is host:port (default 127.0.0.1:4222). Beyond loopback it needs
 	// auth_token or users.
-	Listen    string `yaml:"listen"`
-	AuthToken string `yaml:"auth_token"`
-	Users     []User `yaml:"users"`
+	Listen    string        `yaml:"listen"`
+	AuthToken secret.String `yaml:"auth_token"`
+	Users     []User        `yaml:"users"`
 	// TelemetryPrefix is the first subject token of stored telemetry
 	// (default "telemetry": PUB telemetry.<device>).
 	TelemetryPrefix string `yaml:"telemetry_prefix"`
@@ -144,8 +146,8 @@ type NATS struct {
 type NSQ struct {
 	// Listen is host:port, e.g. 127.0.0.1:4150; empty (the default) leaves
 	// NSQ off. Beyond loopback it needs auth_token (clients send it with AUTH).
-	Listen    string `yaml:"listen"`
-	AuthToken string `yaml:"auth_token"`
+	Listen    string        `yaml:"listen"`
+	AuthToken secret.String `yaml:"auth_token"`
 	// AllowPlaintext lets listen be beyond loopback (the NSQ listener has
 	// no TLS): tokens and telemetry then cross the LAN in clear.
 	AllowPlaintext bool `yaml:"allow_plaintext"`
@@ -227,9 +229,9 @@ var plainVersion = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-
 
 // User is one user/password pair for NATS clients.
 type User struct {
-	User        string       `yaml:"user"`
-	Password    string       `yaml:"password"`
-	Permissions *Permissions `yaml:"permissions"`
+	User        string        `yaml:"user"`
+	Password    secret.String `yaml:"password"`
+	Permissions *Permissions  `yaml:"permissions"`
 }
 
 // Permissions are a user's publish and subscribe rules: a subject is
@@ -251,7 +253,7 @@ type HTTP struct {
 	Listen string `yaml:"listen"`
 	// Token, when set, is required as "Authorization: Bearer <token>" on every
 	// endpoint but /healthz and /readyz.
-	Token string `yaml:"token"`
+	Token secret.String `yaml:"token"`
 	// Console serves the web console at / (default true); the API is
 	// served either way.
 	Console bool `yaml:"console"`
@@ -328,8 +330,8 @@ type Cluster struct {
 	Name string `yaml:"name"`
 	// Secret shared by the cluster's nodes (at least 16 bytes), or SecretFile
 	// holding it.
-	Secret     string `yaml:"secret"`
-	SecretFile string `yaml:"secret_file"`
+	Secret     secret.String `yaml:"secret"`
+	SecretFile string        `yaml:"secret_file"`
 	// Priority ranks this node in leader elections (higher wins).
 	Priority int `yaml:"priority"`
 	// Listen is the peer protocol address (default 0.0.0.0:7422).
@@ -530,7 +532,15 @@ func (c *Config) Validate() error {
 	}
 	wo := c.WALOptions()
 	if err := wo.Validate(); err != nil {
-		bad("wal", "%v", strings.TrimPrefix(err.Error(), "wal: invalid options: "))
+		// One error per option, each "<option>: <why>": name them by key.
+		walErrs := []error{err}
+		if j, ok := errors.Unwrap(err).(interface{ Unwrap() []error }); ok {
+			walErrs = j.Unwrap()
+		}
+		for _, e := range walErrs {
+			opt, why, _ := strings.Cut(strings.TrimPrefix(e.Error(), "wal: invalid options: "), ": ")
+			bad(walKey(opt), "%s", why)
+		}
 	}
 	q := c.Queue
 	if q.AckWait < time.Millisecond {
@@ -653,10 +663,40 @@ func (c *Config) Validate() error {
 	if c.Metrics.TopDevices < 0 || c.Metrics.TopDevices > MaxTopDevices {
 		bad("metrics.top_devices", "%d, want 0..%d", c.Metrics.TopDevices, MaxTopDevices)
 	}
+	placeholders(reflect.ValueOf(c).Elem(), "", bad)
 	if len(errs) > 0 {
 		return fmt.Errorf("config: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// placeholders refuses secret.Redacted as a secret's value: it is what
+// --print-config prints, and a printed config fed back must not run with
+// "<hidden>" as a password.
+func placeholders(v reflect.Value, path string, bad func(key, format string, args ...any)) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			placeholders(v.Elem(), path, bad)
+		}
+	case reflect.Struct:
+		for name, f := range yamlFields(v.Type()) {
+			placeholders(v.FieldByIndex(f.Index), joinKey(path, name), bad)
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			placeholders(v.Index(i), fmt.Sprintf("%s[%d]", path, i), bad)
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			placeholders(iter.Value(), joinKey(path, fmt.Sprint(iter.Key().Interface())), bad)
+		}
+	case reflect.String:
+		if s, ok := v.Interface().(secret.String); ok && s.Reveal() == secret.Redacted {
+			bad(path, "%q is what --print-config prints for a secret: put the secret itself", secret.Redacted)
+		}
+	}
 }
 
 func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
@@ -691,7 +731,7 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 				}
 			}
 		}
-		if strings.HasPrefix(u.Password, "$2") {
+		if strings.HasPrefix(u.Password.Reveal(), "$2") {
 			// A bcrypt hash, as nats-server accepts (edgeq checks it at CONNECT).
 			if _, err := bcrypt.Cost([]byte(u.Password)); err != nil {
 				bad(fmt.Sprintf("nats.users[%d].password", i), "looks like a bcrypt hash but is not one: %v", err)
@@ -811,6 +851,15 @@ func (c *Config) validateCluster(bad func(key, format string, args ...any)) {
 	if cl.FailureTimeout <= cl.HeartbeatInterval {
 		bad("cluster.failure_timeout", "%v, want more than heartbeat_interval %v", cl.FailureTimeout, cl.HeartbeatInterval)
 	}
+}
+
+// walKey is the config key of a wal.Options field named as in its errors.
+func walKey(opt string) string {
+	switch opt {
+	case "max_record_bytes":
+		return "nats.max_payload" // the largest record follows the largest payload
+	}
+	return "wal." + opt
 }
 
 func oneOf(s string, options ...string) bool {

@@ -59,12 +59,21 @@ func TestUplinkConfigRefused(t *testing.T) {
 		{"window", "uplinks: [{name: a, type: http, window: 0, http: {url: 'http://x:1'}}]", "uplinks[0].window"},
 		{"subject outside telemetry", "uplinks: [{name: a, type: http, subject: 'other.>', http: {url: 'http://x:1'}}]", "uplinks[0].subject"},
 		{"twice", "uplinks: [{name: a, type: http, http: {url: 'http://x:1'}}, {name: a, type: http, http: {url: 'http://x:1'}}]", "uplinks[1].name"},
+		// A URL shows in status and logs: credentials in it are refused, and
+		// the refusal does not echo them.
+		{"token in nats url", "uplinks: [{name: a, type: nats, nats: {url: 'nats://127.0.0.1:1,nats://SECRETTOK@x:1', subject: s}}]", `uplinks[0].nats.url: "nats://<hidden>@x:1" carries credentials`},
+		{"password in http url", "uplinks: [{name: a, type: http, http: {url: 'https://u:SECRETPW@x:1/in'}}]", `uplinks[0].http.url: "https://<hidden>@x:1/in" carries credentials`},
+		{"password in mqtt broker", "uplinks: [{name: a, type: mqtt, mqtt: {broker: 'tcp://u:SECRETPW@x:1', topic: t}}]", "uplinks[0].mqtt.broker"},
+		{"password in mqtt bridge broker", "mqtt: [{name: b, broker: 'tcp://u:SECRETPW@x:1', device: {topic: 's/{device}'}}]", "mqtt[b].broker"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Load(writeFile(t, tt.yaml), nil, Flags{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want one naming %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "SECRET") {
+				t.Fatalf("the error shows the credential: %v", err)
 			}
 		})
 	}

@@ -531,7 +531,7 @@ func (c *conn) auth(secret []byte) error {
 	if c.s.cfg.AuthToken == "" {
 		return fatalf("E_AUTH_DISABLED", "AUTH disabled")
 	}
-	if subtle.ConstantTimeCompare(secret, []byte(c.s.cfg.AuthToken)) != 1 {
+	if subtle.ConstantTimeCompare(secret, []byte(c.s.cfg.AuthToken.Reveal())) != 1 {
 		c.s.stats.AuthFailures.Add(1)
 		return fatalf("E_AUTH_FAILED", "AUTH failed")
 	}

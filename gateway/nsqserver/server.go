@@ -19,13 +19,14 @@ import (
 
 	"edgeq/gateway/groups"
 	"edgeq/internal/connset"
+	"edgeq/internal/secret"
 	"edgeq/wal"
 )
 
 // Config configures the server; see config.NSQ for meanings and defaults.
 type Config struct {
 	Listen            string
-	AuthToken         string
+	AuthToken         secret.String
 	TelemetryPrefix   string
 	DeviceField       string // JSON path of the device ID in a PUB body to the bare topic
 	MaxRdyCount       int
