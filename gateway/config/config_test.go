@@ -94,7 +94,7 @@ func TestRejectsWithKeyNames(t *testing.T) {
 		{"events too often", "http:\n  events_interval: 10ms\n", nil, "http.events_interval"},
 		{"no event streams", "", []string{"EDGEQ_HTTP_MAX_EVENT_STREAMS=0"}, "http.max_event_streams"},
 		{"bad group ordering", "groups:\n  - {subject: a, queue: b, ordering: sorted}\n", nil, "groups[0].ordering"},
-		{"unknown env", "", []string{"EDGEQ_NATS_LISTN=x"}, "EDGEQ_NATS_LISTN: unknown setting"},
+		{"unknown env", "", []string{"EDGEQ_NATS_LISTN=x"}, "EDGEQ_NATS_LISTN: unknown setting; did you mean EDGEQ_NATS_LISTEN?"},
 		{"bad env value", "", []string{"EDGEQ_QUEUE_MAX_DELIVER=many"}, "EDGEQ_QUEUE_MAX_DELIVER (queue.max_deliver)"},
 		{"bad log level", "log_level: loud\n", nil, "log_level"},
 		{"bad node id", "node_id: a b\n", nil, "node_id"},

@@ -190,3 +190,7 @@ func (c *Config) deviceShare() (msgs, bytes int) {
 	}
 	return msgs, bytes
 }
+
+// DeviceShare is the effective per-device share of a partition's window
+// (DeviceShareMsgs and DeviceShareBytes with their defaults for 0).
+func (c *Config) DeviceShare() (msgs, bytes int) { return c.deviceShare() }
