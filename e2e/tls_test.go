@@ -269,6 +269,43 @@ func TestHTTPS(t *testing.T) {
 	}
 }
 
+// TestHTTPSClientCertificates: with http.tls.verify, curl with a client
+// certificate of the configured CA gets the API; curl without one, with an
+// expired one or with one of another CA gets nothing.
+func TestHTTPSClientCertificates(t *testing.T) {
+	ca := newPKI(t, "plant")
+	cert, key := ca.valid("gw", true)
+	cc, ck := ca.valid("operator", false)
+	n := newNode(t, fmt.Sprintf("http:\n  token: an-http-token-of-16+\n  tls: {cert_file: %s, key_file: %s, ca_file: %s, verify: true}\n", cert, key, ca.CA))
+	n.https = true
+	kp, err := tls.LoadX509KeyPair(cc, ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{kp}}}, Timeout: 10 * time.Second}
+	n.start()
+	curl := requireTool(t, "curl")
+	bearer := "Authorization: Bearer an-http-token-of-16+"
+	if out, err := runCmd(curl, "-sS", "--fail", "--cacert", ca.CA, "--cert", cc, "--key", ck, "-H", bearer, n.httpURL()+"/v1/status"); err != nil || !strings.Contains(out, `"node"`) {
+		t.Fatalf("curl with a client certificate: %v %.300s", err, out)
+	}
+	if out, err := runCmd(curl, "-sS", "--cacert", ca.CA, "--cert", cc, "--key", ck, "-o", "/dev/null", "-w", "%{http_code}", n.httpURL()+"/v1/status"); err != nil || out != "401" {
+		t.Fatalf("curl with a certificate but no token: %v %q, want 401", err, out)
+	}
+	xc, xk := ca.issue("operator-expired", false, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
+	oc, ok := newPKI(t, "other").valid("intruder", false)
+	for name, args := range map[string][]string{
+		"no client certificate": nil,
+		"expired":               {"--cert", xc, "--key", xk},
+		"another CA":            {"--cert", oc, "--key", ok},
+	} {
+		cmd := append([]string{"-sS", "--fail", "--cacert", ca.CA, "-H", bearer}, args...)
+		if out, err := runCmd(curl, append(cmd, n.httpURL()+"/healthz")...); err == nil {
+			t.Errorf("%s: curl got an answer: %.200s", name, out)
+		}
+	}
+}
+
 // TestPlaintextBeyondLoopbackRefused: a node listening beyond loopback
 // without TLS does not start, and says which key allows it.
 func TestPlaintextBeyondLoopbackRefused(t *testing.T) {

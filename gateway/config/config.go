@@ -519,6 +519,9 @@ func (c *Config) Validate() error {
 		} else if !isLoopback(c.HTTP.Listen) && !c.HTTP.TLS.Enabled() && !c.HTTP.AllowPlaintext {
 			bad("http.listen", "%q is beyond loopback without TLS: set http.tls.cert_file and http.tls.key_file, or http.allow_plaintext: true", c.HTTP.Listen)
 		}
+		if !isLoopback(c.HTTP.Listen) && c.HTTP.Token.IsSet() && c.HTTP.Token.Len() < MinTokenLen {
+			bad("http.token", "%d characters beyond loopback, want at least %d", c.HTTP.Token.Len(), MinTokenLen)
+		}
 		validateTLS("http.tls", c.HTTP.TLS, bad)
 		if c.HTTP.TLS.HandshakeFirst || c.HTTP.TLS.HandshakeFirstFallback != 0 {
 			bad("http.tls.handshake_first", "only for nats.tls")
@@ -785,8 +788,8 @@ func (c *Config) validateNSQ(bad func(key, format string, args ...any)) {
 	} else if !isLoopback(n.Listen) && !n.AllowPlaintext {
 		// The NSQ front end has no TLS (IDENTIFY answers tls_v1: false).
 		bad("nsq.listen", "%q is beyond loopback without TLS, which the NSQ listener does not offer: keep it on loopback, or set nsq.allow_plaintext: true", n.Listen)
-	} else if !isLoopback(n.Listen) && len(n.AuthToken) < 16 {
-		bad("nsq.auth_token", "%d characters: beyond loopback at least 16", len(n.AuthToken))
+	} else if !isLoopback(n.Listen) && n.AuthToken.Len() < MinTokenLen {
+		bad("nsq.auth_token", "%d characters: beyond loopback at least %d", n.AuthToken.Len(), MinTokenLen)
 	}
 	if n.DeviceField == "" {
 		bad("nsq.device_field", "empty, want a JSON path such as device")
@@ -882,7 +885,8 @@ func checkHostPort(addr string) error {
 	return nil
 }
 
-// MinTokenLen is the shortest nats.auth_token accepted beyond loopback.
+// MinTokenLen is the shortest nats.auth_token, nsq.auth_token and
+// http.token accepted beyond loopback.
 const MinTokenLen = 16
 
 // validateTLS checks a listener's TLS keys (the files are read at start).

@@ -91,6 +91,7 @@ func TestRejectsWithKeyNames(t *testing.T) {
 		{"commit_bytes too small", "wal:\n  commit_bytes: 100\n", nil, "commit_bytes"},
 		{"beyond loopback without auth", "nats:\n  listen: 0.0.0.0:4222\n", nil, "nats.listen"},
 		{"http beyond loopback without token", "http:\n  listen: 0.0.0.0:8222\n", nil, "http.listen"},
+		{"http short token beyond loopback", "http:\n  listen: 0.0.0.0:8222\n  token: 15-characters..\n  allow_plaintext: true\n", nil, "http.token: 15 characters beyond loopback, want at least 16"},
 		{"events too often", "http:\n  events_interval: 10ms\n", nil, "http.events_interval"},
 		{"no event streams", "", []string{"EDGEQ_HTTP_MAX_EVENT_STREAMS=0"}, "http.max_event_streams"},
 		{"bad group ordering", "groups:\n  - {subject: a, queue: b, ordering: sorted}\n", nil, "groups[0].ordering"},
@@ -127,9 +128,9 @@ func TestRejectsWithKeyNames(t *testing.T) {
 
 func TestAuthAllowsNonLoopback(t *testing.T) {
 	for _, c := range []string{
-		"nats:\n  listen: 0.0.0.0:4222\n  auth_token: s3cret-of-16-chars\n  allow_plaintext: true\nhttp:\n  listen: 0.0.0.0:8222\n  token: t\n  allow_plaintext: true\n",
+		"nats:\n  listen: 0.0.0.0:4222\n  auth_token: s3cret-of-16-chars\n  allow_plaintext: true\nhttp:\n  listen: 0.0.0.0:8222\n  token: an-http-token-of-16+\n  allow_plaintext: true\n",
 		"nats:\n  listen: 0.0.0.0:4222\n  auth_token: s3cret-of-16-chars\n  tls: {cert_file: c.pem, key_file: k.pem, ca_file: ca.pem, verify: true, handshake_first: true, handshake_first_fallback: 50ms}\n" +
-			"http:\n  listen: 0.0.0.0:8222\n  token: t\n  tls: {cert_file: c.pem, key_file: k.pem}\n",
+			"http:\n  listen: 0.0.0.0:8222\n  token: an-http-token-of-16+\n  tls: {cert_file: c.pem, key_file: k.pem}\n",
 	} {
 		if _, err := Load(writeFile(t, c), nil, Flags{}); err != nil {
 			t.Fatal(err)
@@ -140,7 +141,7 @@ func TestAuthAllowsNonLoopback(t *testing.T) {
 func TestTLSRequiredBeyondLoopback(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
 		{"nats:\n  listen: 0.0.0.0:4222\n  auth_token: s3cret-of-16-chars\n", "nats.allow_plaintext: true"},
-		{"http:\n  listen: 0.0.0.0:8222\n  token: t\n", "http.allow_plaintext: true"},
+		{"http:\n  listen: 0.0.0.0:8222\n  token: an-http-token-of-16+\n", "http.allow_plaintext: true"},
 		{"nats:\n  listen: 0.0.0.0:4222\n  auth_token: short\n  allow_plaintext: true\n", "nats.auth_token: 5 characters beyond loopback, want at least 16"},
 		{"nats:\n  tls: {cert_file: c.pem}\n", "nats.tls.key_file"},
 		{"nats:\n  tls: {key_file: k.pem}\n", "nats.tls.cert_file"},
