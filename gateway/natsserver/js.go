@@ -26,6 +26,12 @@ const (
 	// requesters still listen (a request whose inbox is gone is forgotten,
 	// as nats-server does, within about twice this).
 	interestEvery = 200 * time.Millisecond
+	// drainIdle: while the server drains for shutdown, a pull member with
+	// no pull request outstanding that has sent no pull request and no ack
+	// for this long is taken as stopped (nats.go's Consume then Stop drops
+	// what it had buffered, unacked): what it holds goes back to the
+	// group, so that the drain does not wait for acks that never come.
+	drainIdle = time.Second
 )
 
 // handleJSAPI answers a $JS.API publish on its reply subject.
@@ -94,6 +100,7 @@ type jsMember struct {
 	closed bool
 	hdr    []byte    // scratch, under mu
 	looked time.Time // last interest check of the pull requests, under mu
+	active time.Time // last pull request or ack, under mu
 }
 
 // member returns the connection's member of consumer cons, joining the
@@ -114,7 +121,7 @@ func (c *conn) jsMember(cons *jsapi.Consumer) (*jsMember, error) {
 	}
 	size := min(max(2*cons.Config.MaxAckPending, 64), maxAckTable)
 	m = &jsMember{s: c.s, c: c, cons: cons, id: c.nextMemberID(), ackWait: cons.Config.AckWait, maxAck: cons.Config.MaxAckPending,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), table: make([]ackSlot, size)}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), table: make([]ackSlot, size), active: time.Now()}
 	gid, err := c.s.queues.Join(cons.Key, m.id, m, 0)
 	if err != nil {
 		return nil, err
@@ -195,6 +202,7 @@ func (c *conn) handleNext(stream, name, reply string, body []byte) {
 		m.mu.Lock()
 	}
 	m.pulls = append(m.pulls, p)
+	m.active = now
 	m.flushHeldLocked(now)
 	m.mu.Unlock()
 	m.signal()
@@ -270,6 +278,9 @@ func (m *jsMember) housekeep(now time.Time) {
 		want += p.left
 	}
 	var release []groups.AckHandle
+	if !m.push && len(m.pulls) == 0 && m.s.draining.Load() && now.Sub(m.active) >= drainIdle {
+		release = m.releaseUnackedLocked(release) // a stopped worker
+	}
 	if m.push {
 		// Credit only while someone listens on the deliver subject; what
 		// came after the last one left goes back to the group at once (a
@@ -304,6 +315,22 @@ func (m *jsMember) housekeep(now time.Time) {
 	if want > 0 && m.cons.Expires() {
 		m.s.cfg.JetStream.Touch(m.cons, now)
 	}
+}
+
+// releaseUnackedLocked empties the held messages and the ack table and
+// returns their handles (to be nak'd). Called with mu.
+func (m *jsMember) releaseUnackedLocked(hs []groups.AckHandle) []groups.AckHandle {
+	clear(m.held)
+	m.held = m.held[:0]
+	for i := range m.table {
+		if s := &m.table[i]; s.cseq != 0 {
+			h := s.h
+			h.Member = m.gid
+			hs = append(hs, h)
+			*s = ackSlot{}
+		}
+	}
+	return hs
 }
 
 // releaseHeldLocked empties the held messages and returns their handles
@@ -423,10 +450,11 @@ func (m *jsMember) handle(cseq uint64, clearIt bool, from uint64) (groups.AckHan
 		return groups.AckHandle{}, false
 	}
 	h := s.h
+	m.active = time.Now()
 	if clearIt {
 		*s = ackSlot{}
 	} else {
-		s.at = time.Now()
+		s.at = m.active
 	}
 	return h, true
 }

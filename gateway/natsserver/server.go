@@ -93,6 +93,8 @@ type Server struct {
 	// pushMembers: the server's members of push consumers, by name;
 	// guarded by subsMu; bound: jetstream max_consumers.
 	pushMembers map[string]*jsMember
+	// draining: StopAccepting was called (the node drains for shutdown).
+	draining atomic.Bool
 
 	refusing chan struct{} // refused connections being closed politely; bound: maxRefusing
 
@@ -204,18 +206,32 @@ func (s *Server) removeConn(c *conn) {
 	s.stats.Connections.Add(-1)
 }
 
-// StopAccepting closes the listener: no new clients.
+// StopAccepting closes the listener: no new clients. It starts the drain:
+// a JetStream pull member that its worker stopped gives back what it holds
+// (see drainIdle).
 func (s *Server) StopAccepting() {
+	s.draining.Store(true)
 	s.conns.StopAccepting()
 }
 
 // Shutdown stops accepting, closes every connection (their queue members
-// leave, so in-flight messages go back to their groups) and waits for the
-// connection goroutines until ctx ends.
+// leave, so in-flight messages go back to their groups), stops the push
+// consumers' members and waits for the connection goroutines until ctx
+// ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.StopAccepting()
 	for _, c := range s.conns.All() {
 		c.close(ClosedServerShutdown, "", nil)
+	}
+	s.subsMu.Lock()
+	push := make([]*jsMember, 0, len(s.pushMembers))
+	for name, m := range s.pushMembers {
+		push = append(push, m)
+		delete(s.pushMembers, name)
+	}
+	s.subsMu.Unlock()
+	for _, m := range push {
+		s.stopPush(m)
 	}
 	return s.conns.Wait(ctx)
 }
