@@ -168,7 +168,7 @@ func (n *Node) handleDevice(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		dg := DeviceGroup{Filter: g.Key.Filter, Queue: g.Key.Queue, Committed: map[string]uint64{}, PartitionLag: map[string]uint64{}}
-		committed := map[int]uint64{}
+		committed, durable := map[int]uint64{}, map[int]uint64{}
 		for _, p := range g.Core.Partitions {
 			ref, remote := g.Partitions[p.Partition]
 			if remote && ref.Node != n.id {
@@ -179,6 +179,9 @@ func (n *Node) handleDevice(w http.ResponseWriter, r *http.Request) {
 				local = ref.Partition
 			}
 			committed[local] = p.Committed
+			if d, ok := g.Durable[p.Partition]; ok {
+				durable[local] = d // read with committed: the lag at one moment
+			}
 		}
 		for _, p := range parts {
 			c, ok := committed[p]
@@ -187,7 +190,11 @@ func (n *Node) handleDevice(w http.ResponseWriter, r *http.Request) {
 			}
 			name := strconv.Itoa(p)
 			dg.Committed[name] = c
-			dg.PartitionLag[name] = snap.PartitionLag(p, c)
+			if d, ok := durable[p]; ok {
+				dg.PartitionLag[name] = max(d, c) - c
+			} else {
+				dg.PartitionLag[name] = snap.PartitionLag(p, c)
+			}
 		}
 		for _, rec := range recs {
 			if rec.Kind != wal.KindData.String() {

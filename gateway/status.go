@@ -71,19 +71,21 @@ type PartitionStatus struct {
 
 // GroupStatus is one queue group.
 type GroupStatus struct {
-	Filter       string  `json:"filter"`
-	Queue        string  `json:"queue"`
-	Declared     bool    `json:"declared"`
-	Members      int     `json:"members"`
-	InFlight     int     `json:"in_flight"`
-	Pending      int     `json:"pending"`
-	Lag          uint64  `json:"lag"` // durable records not yet committed, all partitions
-	Delivered    uint64  `json:"delivered"`
-	Acked        uint64  `json:"acked"`
-	Naks         uint64  `json:"naks"`
-	Redeliveries uint64  `json:"redeliveries"`
-	DeadLetters  uint64  `json:"dead_letters"`
-	Active       int     `json:"active_devices"`
+	Filter       string `json:"filter"`
+	Queue        string `json:"queue"`
+	Declared     bool   `json:"declared"`
+	Members      int    `json:"members"`
+	InFlight     int    `json:"in_flight"`
+	Pending      int    `json:"pending"`
+	Lag          uint64 `json:"lag"` // durable records not yet committed, all partitions
+	Delivered    uint64 `json:"delivered"`
+	Acked        uint64 `json:"acked"`
+	Naks         uint64 `json:"naks"`
+	Redeliveries uint64 `json:"redeliveries"`
+	DeadLetters  uint64 `json:"dead_letters"`
+	Active       int    `json:"active_devices"`
+	// LatencyP50ms and LatencyP99ms: ingest→first delivery over the last
+	// minute (groups.RecentWindow); 0 when nothing was delivered in it.
 	LatencyP50ms float64 `json:"latency_p50_ms"`
 	LatencyP99ms float64 `json:"latency_p99_ms"`
 	// PartitionLag and WindowSpan are keyed by partition: "3" for this
@@ -224,7 +226,7 @@ func statusOf(s *metrics.Snapshot) Status {
 			Members: g.Core.Members, InFlight: g.Core.InFlight, Pending: g.Core.Pending,
 			Delivered: g.Core.Delivered, Acked: g.Core.Acked, Naks: g.Core.Naks,
 			Redeliveries: g.Core.Redeliveries, DeadLetters: g.Core.DeadLetters, Active: g.Core.ActiveDevices,
-			LatencyP50ms: ms(g.Latency.Quantile(0.5)), LatencyP99ms: ms(g.Latency.Quantile(0.99)),
+			LatencyP50ms: ms(g.RecentLatency.Quantile(0.5)), LatencyP99ms: ms(g.RecentLatency.Quantile(0.99)),
 			PartitionLag: map[string]uint64{}, WindowSpan: map[string]int{}, Window: map[string]WindowStatus{},
 			StallsAvoided: g.Core.StallsAvoided, Leading: g.Leading, Forwards: g.Forwards}
 		if len(g.Members) > 0 {

@@ -86,7 +86,16 @@ type GroupStats struct {
 	// node); Core and Latency are only filled while it does.
 	Leading bool
 	Core    queue.Stats
-	Latency hist.Snapshot // ingest→delivery of first deliveries
+	Latency hist.Snapshot // ingest→delivery of first deliveries, since the group started
+	// RecentLatency is Latency over the last RecentWindow only: what the
+	// status page shows, so that a backlog's queueing time fades once it
+	// is gone.
+	RecentLatency hist.Snapshot
+	// Durable is each partition's durable offset (by Core.Partitions'
+	// IDs) read just before Core, so that durable - committed is the lag
+	// at one moment (a live durable offset against a committed one up to a
+	// second old showed lag with nothing pending).
+	Durable map[int]uint64
 	// Partitions names the partitions of Core.Partitions by node.
 	Partitions map[int]PartitionRef
 	// Members counts the group's members by node, this node's included.
@@ -329,6 +338,7 @@ func (r *Registry) startRunner(g *group) {
 		committing: map[string]bool{},
 		durable:    map[int]uint64{},
 		latency:    hist.New(LatencyBounds),
+		recent:     hist.NewWindow(int(RecentWindow / time.Second)),
 		suspect:    map[int]uint64{},
 		high:       map[int]uint64{},
 	}
@@ -631,6 +641,8 @@ func (r *Registry) Stats() []GroupStats {
 		gs.Leading = true
 		gs.Core = run.stats.Core
 		gs.Latency = run.stats.Latency
+		gs.RecentLatency = run.stats.RecentLatency
+		gs.Durable = run.stats.Durable
 		gs.Partitions = run.stats.Partitions
 		gs.Forwards = run.stats.Forwards
 		run.statsMu.Unlock()

@@ -101,15 +101,23 @@ type runner struct {
 	stats   runnerStats
 
 	latency *hist.Histogram
-	dirty   bool // local commits since the last offset flush
+	// recent: the latency snapshots of the last RecentWindow, one per
+	// stats refresh (about a second).
+	recent *hist.Window
+	dirty  bool // local commits since the last offset flush
 }
 
 type runnerStats struct {
-	Core       queue.Stats
-	Latency    hist.Snapshot
-	Partitions map[int]PartitionRef
-	Forwards   uint64
+	Core          queue.Stats
+	Latency       hist.Snapshot
+	RecentLatency hist.Snapshot
+	Durable       map[int]uint64
+	Partitions    map[int]PartitionRef
+	Forwards      uint64
 }
+
+// RecentWindow is the span of GroupStats.RecentLatency.
+const RecentWindow = time.Minute
 
 const eventQueue = 4096
 
@@ -422,7 +430,24 @@ func (r *runner) flushOffsets() {
 }
 
 func (r *runner) snapshotStats() {
+	// Durable offsets first: a record that becomes durable after this
+	// read and is committed before Stats reads the core counts as no lag.
+	local := make([]uint64, r.log.NumPartitions())
+	for i := range local {
+		local[i] = r.log.Durable(i)
+	}
 	s := r.core.Stats()
+	durable := make(map[int]uint64, len(s.Partitions))
+	for _, p := range s.Partitions {
+		node, part := r.owner(p.Partition)
+		if r.reg.clustered() && node != r.reg.cfg.Node {
+			durable[p.Partition] = r.durable[p.Partition] // the owner's, as last heard
+		} else if part < len(local) {
+			durable[p.Partition] = local[part]
+		}
+	}
+	lat := r.latency.Snapshot()
+	recent := r.recent.Push(lat)
 	var parts map[int]PartitionRef
 	if r.reg.clustered() {
 		parts = make(map[int]PartitionRef, len(s.Partitions))
@@ -433,7 +458,9 @@ func (r *runner) snapshotStats() {
 	}
 	r.statsMu.Lock()
 	r.stats.Core = s
-	r.stats.Latency = r.latency.Snapshot()
+	r.stats.Latency = lat
+	r.stats.RecentLatency = recent
+	r.stats.Durable = durable
 	r.stats.Partitions = parts
 	r.stats.Forwards = r.forwards
 	r.statsMu.Unlock()

@@ -152,6 +152,20 @@ func (s *Snapshot) PartitionLag(p int, committed uint64) uint64 {
 // owner's durable offset as the leader last heard it.
 func (s *Snapshot) GroupPartition(g *groups.GroupStats, p int, committed uint64) (name string, lag uint64) {
 	ref, remote := g.Partitions[p]
+	if d, ok := g.Durable[p]; ok {
+		// The durable offset read with committed: the lag at one moment.
+		name = strconv.Itoa(p)
+		if remote {
+			name = ref.Node + "/" + strconv.Itoa(ref.Partition)
+			if ref.Node == s.Node {
+				name = strconv.Itoa(ref.Partition)
+			}
+		}
+		if d > committed {
+			lag = d - committed
+		}
+		return name, lag
+	}
 	if !remote || ref.Node == s.Node {
 		local := p
 		if remote {

@@ -77,3 +77,42 @@ func (s Snapshot) Quantile(q float64) time.Duration {
 	}
 	return 2 * s.Bounds[len(s.Bounds)-1]
 }
+
+// Sub returns what was observed between old and s, two snapshots of one
+// histogram (old taken first): the histogram of a time window.
+func (s Snapshot) Sub(old Snapshot) Snapshot {
+	out := Snapshot{Bounds: s.Bounds, Counts: make([]uint64, len(s.Counts)), Sum: s.Sum - old.Sum}
+	for i := range s.Counts {
+		if i < len(old.Counts) && old.Counts[i] <= s.Counts[i] {
+			out.Counts[i] = s.Counts[i] - old.Counts[i]
+		} else {
+			out.Counts[i] = s.Counts[i]
+		}
+	}
+	return out
+}
+
+// Window turns snapshots of one histogram, taken at a steady pace, into
+// the histogram of the last n of them: a p99 that forgets a backlog once
+// it is gone. Not safe for concurrent use.
+type Window struct {
+	ring []Snapshot // bound: n
+	at   int
+	full bool
+}
+
+// NewWindow keeps n snapshots (n >= 1).
+func NewWindow(n int) *Window { return &Window{ring: make([]Snapshot, max(n, 1))} }
+
+// Push takes the histogram's snapshot now and returns what was observed
+// since the snapshot pushed n calls ago (everything, until n were pushed).
+func (w *Window) Push(s Snapshot) Snapshot {
+	recent := s
+	if w.full {
+		recent = s.Sub(w.ring[w.at])
+	}
+	w.ring[w.at] = s
+	w.at = (w.at + 1) % len(w.ring)
+	w.full = w.full || w.at == 0
+	return recent
+}

@@ -200,7 +200,7 @@
       log.max_devices ? level(log.devices / log.max_devices, 0.8, 0.95) : '');
     let p99 = 0, p99of = '';
     for (const g of lead) if (g.latency_p99_ms > p99) { p99 = g.latency_p99_ms; p99of = g.queue; }
-    setFigure('fig-p99', ms(p99), p99of ? 'ingest → delivery, ' + p99of : 'no deliveries yet', level(p99, 1000, 5000));
+    setFigure('fig-p99', ms(p99), p99of ? 'ingest → delivery, last minute, ' + p99of : 'no deliveries in the last minute', level(p99, 1000, 5000));
     let span = 0, spanOf = '';
     for (const g of lead) {
       for (const [p, v] of Object.entries(g.window_span || {})) if (v > span) { span = v; spanOf = g.queue + ' partition ' + p; }
