@@ -78,11 +78,12 @@ func (n *Node) httpHandler() http.Handler {
 
 // authorized requires "Authorization: Bearer <http.token>" when a token is set.
 func (n *Node) authorized(h http.Handler) http.Handler {
-	token := n.cfg.HTTP.Token
-	if token == "" {
-		return h
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token := *n.httpToken.Load() // a reload may change it
+		if token == "" {
+			h.ServeHTTP(w, r)
+			return
+		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token.Reveal())) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="edgeq"`)

@@ -144,6 +144,8 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 	if n.nsq != nil {
 		s.NSQ = n.nsqStats()
 	}
+	n.bridgesMu.RLock()
+	defer n.bridgesMu.RUnlock()
 	for _, p := range n.serial {
 		s.Serial = append(s.Serial, p.Status())
 	}

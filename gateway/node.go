@@ -29,6 +29,7 @@ import (
 	"edgeq/gateway/nsqserver"
 	"edgeq/gateway/queue"
 	"edgeq/gateway/tlsconf"
+	"edgeq/internal/secret"
 	"edgeq/wal"
 )
 
@@ -54,6 +55,14 @@ type Node struct {
 	mqtt    []*mqtt.Bridge
 	modbus  []*modbus.Bus
 	uplinks []*uplinkRun
+	// bridgesMu guards the four lists above and bridgeCfg, which a reload
+	// changes while status and metrics read them.
+	bridgesMu sync.RWMutex
+	bridgeCfg bridgeConfigs // the configs the running bridges and uplinks were made from
+	stopping  bool          // Shutdown has taken the lists
+	runCtx    context.Context
+	// httpToken is http.token, swapped by a reload.
+	httpToken atomic.Pointer[secret.String]
 
 	metrics *nodeMetrics
 
@@ -96,6 +105,9 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		return nil, err
 	}
 	n := &Node{cfg: cfg, id: id, version: version, logger: logger, log: l, started: time.Now(), natsTLS: natsTLS, httpTLS: httpTLS}
+	n.bridgeCfg = bridgeConfigsOf(cfg)
+	token := cfg.HTTP.Token
+	n.httpToken.Store(&token)
 	if n.metrics, err = newNodeMetrics(cfg, logger); err != nil {
 		l.Close()
 		return nil, err
@@ -302,6 +314,7 @@ func (n *Node) publishDeadLetter(queueName string, d *groups.Delivery, reason st
 func (n *Node) Start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
+	n.runCtx = ctx
 	n.goBackground(func() { n.tail.Run(ctx) })
 	n.goBackground(func() { n.ingest.runHot(ctx) })
 	n.goBackground(func() { n.expireGroups(ctx) })
@@ -439,17 +452,21 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 		}
 		// Bridges stop first: what they read is stored (and acked upstream)
 		// before the log closes.
-		for i, b := range n.mqtt {
+		n.bridgesMu.Lock()
+		n.stopping = true // a reload after this starts nothing
+		mqtts, mqttCfg, serials, buses := n.mqtt, n.bridgeCfg.mqtt, n.serial, n.modbus
+		n.bridgesMu.Unlock()
+		for i, b := range mqtts {
 			if err := b.Stop(time.Until(deadline)); err != nil {
-				n.logger.Warn("stop mqtt bridge", "bridge", n.cfg.MQTT[i].Name, "err", err)
+				n.logger.Warn("stop mqtt bridge", "bridge", mqttCfg[i].Name, "err", err)
 			}
 		}
-		for _, p := range n.serial {
+		for _, p := range serials {
 			if err := p.Stop(time.Until(deadline)); err != nil {
 				n.logger.Warn("stop serial port", "port", p.Name(), "err", err)
 			}
 		}
-		for _, b := range n.modbus {
+		for _, b := range buses {
 			if err := b.Stop(time.Until(deadline)); err != nil {
 				n.logger.Warn("stop modbus bus", "bus", b.Name(), "err", err)
 			}

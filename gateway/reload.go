@@ -10,14 +10,19 @@ import (
 	"edgeq/gateway/tlsconf"
 )
 
-// Reload applies what can change without a restart from cfg (the config
-// read again on SIGHUP): the TLS certificate, key and CA files of the NATS
-// and HTTP listeners, and the NATS auth token or users with their
-// permissions. New connections get
-// them; connected clients stay. When any of it fails nothing changes and
-// the error says why. restart lists the keys that changed but need a
-// restart (not applied); log_level is the caller's.
-func (n *Node) Reload(cfg config.Config) (restart []string, err error) {
+// Reload applies cfg (the config read again on SIGHUP) without a restart:
+// the TLS certificate, key and CA files of the NATS and HTTP listeners, the
+// NATS auth token or users with their permissions, http.token, and the MQTT
+// bridges, serial ports, Modbus buses and uplinks, of which only those that
+// were added, removed or changed restart (see reloadBridges). New
+// connections get the new credentials; connected clients stay.
+//
+// A change that needs a restart (any other key, TLS switched on or off, an
+// uplink's queue group settings) refuses the whole reload by name and
+// nothing changes; so does a TLS file that does not load. applied lists
+// what was reloaded; log_level is the caller's. A bridge that fails to
+// start is in err, the rest applied.
+func (n *Node) Reload(cfg config.Config) (applied []string, err error) {
 	n.reloadMu.Lock()
 	defer n.reloadMu.Unlock()
 	if err := cfg.Validate(); err != nil {
@@ -32,14 +37,14 @@ func (n *Node) Reload(cfg config.Config) (restart []string, err error) {
 		cur, new *tlsconf.Store
 	}
 	var changes []tlsChange
-	var errs []error
+	var errs, restart []string
 	for _, l := range []struct {
 		key      string
 		cur      *tlsconf.Store
 		old, new config.TLS
 	}{{"nats.tls", n.natsTLS, old.NATS.TLS, cfg.NATS.TLS}, {"http.tls", n.httpTLS, old.HTTP.TLS, cfg.HTTP.TLS}} {
 		if (l.cur != nil) != l.new.Enabled() {
-			restart = append(restart, l.key) // TLS switched on or off: a new listener
+			restart = append(restart, l.key+" (switched on or off)") // a new listener
 			continue
 		}
 		if l.cur == nil {
@@ -47,31 +52,45 @@ func (n *Node) Reload(cfg config.Config) (restart []string, err error) {
 		}
 		s, err := loadTLS(l.key, l.new)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, err.Error())
 			continue
 		}
 		changes = append(changes, tlsChange{l.key, l.cur, s})
 	}
+	restart = append(restart, needRestart(*old, cfg)...)
+	restart = append(restart, uplinkGroupChanges(*old, cfg)...)
+	if len(restart) > 0 {
+		return nil, fmt.Errorf("these changes need a restart: %s; nothing was applied", strings.Join(restart, ", "))
+	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, errors.New(strings.Join(errs, "; "))
 	}
 	for _, c := range changes {
 		c.cur.Adopt(c.new)
+		applied = append(applied, c.key)
 	}
 	users, perms := natsUsers(cfg.NATS)
 	n.nats.SetAuth(cfg.NATS.AuthToken.Reveal(), users, perms)
-	restart = append(restart, needRestart(*old, cfg)...)
-	applied := cfg
-	n.applied = &applied
-	return restart, nil
+	applied = append(applied, "nats.auth_token", "nats.users")
+	token := cfg.HTTP.Token
+	if token != *n.httpToken.Load() {
+		applied = append(applied, "http.token")
+	}
+	n.httpToken.Store(&token)
+	bridges, err := n.reloadBridges(cfg)
+	applied = append(applied, bridges...)
+	next := cfg
+	n.applied = &next
+	return applied, err
 }
 
 // needRestart lists the config keys (two levels deep) that differ between
 // a and b, other than those Reload applies.
 func needRestart(a, b config.Config) []string {
 	for _, c := range []*config.Config{&a, &b} {
-		c.NATS.AuthToken, c.NATS.Users, c.LogLevel = "", nil, ""
+		c.NATS.AuthToken, c.NATS.Users, c.LogLevel, c.HTTP.Token = "", nil, "", ""
 		c.NATS.TLS, c.HTTP.TLS = config.TLS{}, config.TLS{}
+		c.Serial, c.MQTT, c.Modbus, c.Uplinks = nil, nil, nil, nil
 	}
 	var out []string
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)

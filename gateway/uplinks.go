@@ -84,7 +84,10 @@ func (n *Node) startUplinks(ctx context.Context) error {
 }
 
 func (n *Node) closeUplinks() {
-	for _, r := range n.uplinks {
+	n.bridgesMu.RLock()
+	ups := n.uplinks
+	n.bridgesMu.RUnlock()
+	for _, r := range ups {
 		r.u.Close()
 	}
 }

@@ -108,14 +108,14 @@ func reload(node *gateway.Node, path string, fl config.Flags, level *slog.LevelV
 	for _, n := range notes {
 		logger.Warn("config: " + n)
 	}
-	restart, err := node.Reload(cfg)
-	if err != nil {
+	applied, err := node.Reload(cfg)
+	if err != nil && applied == nil {
 		logger.Error("reload refused: keeping the configuration in use", "err", err)
 		return
 	}
 	level.Set(parseLevel(cfg.LogLevel))
-	logger.Info("configuration reloaded: TLS certificates, NATS users and tokens, log level")
-	if len(restart) > 0 {
-		logger.Warn("reload: these changes need a restart and were not applied", "keys", strings.Join(restart, ", "))
+	logger.Info("configuration reloaded", "applied", strings.Join(append(applied, "log_level"), ", "))
+	if err != nil {
+		logger.Error("reload: some bridges did not start (they stay off until the next reload)", "err", err)
 	}
 }

@@ -1,0 +1,246 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"edgeq/bridge/modbus"
+	"edgeq/bridge/mqtt"
+	"edgeq/bridge/serial"
+	"edgeq/bridge/uplink"
+	"edgeq/gateway/config"
+	"edgeq/gateway/groups"
+	"edgeq/gateway/queue"
+)
+
+// bridgeConfigs are the configs the running bridges and uplinks were made
+// from, in the order of the node's lists.
+type bridgeConfigs struct {
+	serial  []serial.Config
+	mqtt    []config.MQTTBridge
+	modbus  []config.ModbusBus
+	uplinks []config.Uplink
+}
+
+func bridgeConfigsOf(cfg config.Config) bridgeConfigs {
+	return bridgeConfigs{serial: cfg.Serial, mqtt: cfg.MQTT, modbus: cfg.Modbus, uplinks: cfg.Uplinks}
+}
+
+// bridgeReloadStop bounds the drain of one bridge stopped by a reload.
+const bridgeReloadStop = 10 * time.Second
+
+// diffByName returns, for lists of configs named by name, the indexes of
+// old ones that are gone or changed (to stop) and of new ones that are new
+// or changed (to start). Unchanged ones keep running untouched.
+func diffByName[T any](old, cur []T, name func(T) string) (stop, start []int) {
+	byName := map[string]int{}
+	for i, c := range cur {
+		byName[name(c)] = i
+	}
+	kept := map[string]bool{}
+	for i, o := range old {
+		j, ok := byName[name(o)]
+		if ok && reflect.DeepEqual(o, cur[j]) {
+			kept[name(o)] = true
+			continue
+		}
+		stop = append(stop, i)
+	}
+	for j, c := range cur {
+		if !kept[name(c)] {
+			start = append(start, j)
+		}
+	}
+	return stop, start
+}
+
+// uplinkGroupChanges names the uplinks whose queue group would change
+// (filter, credit, device window, ack_wait): the group keeps the settings
+// it started with, so those need a restart.
+func uplinkGroupChanges(old, cur config.Config) []string {
+	var out []string
+	for _, o := range old.Uplinks {
+		for _, c := range cur.Uplinks {
+			if o.Name != c.Name {
+				continue
+			}
+			oc, cc := uplink.Config(o), uplink.Config(c)
+			if oc.Subject != cc.Subject || !reflect.DeepEqual(uplinkQueueConfig(old, oc), uplinkQueueConfig(cur, cc)) {
+				out = append(out, fmt.Sprintf("uplinks[%s] (subject, window, device_window, timeout, retry_*, rate_*: its queue group's settings)", o.Name))
+			}
+		}
+	}
+	return out
+}
+
+// reloadBridges stops the MQTT bridges, serial ports, Modbus buses and
+// uplinks that are gone or changed in cfg and starts those that are new or
+// changed; the others run on untouched. A stopped bridge drains first
+// (what it read is stored, and acked upstream, before it stops); an uplink
+// closed gives back what it held to its group, which delivers it to the
+// new one. It returns what changed and the bridges that failed to start
+// (they stay off until the next reload or restart).
+func (n *Node) reloadBridges(cfg config.Config) (changed []string, err error) {
+	n.bridgesMu.Lock()
+	defer n.bridgesMu.Unlock()
+	if n.stopping || n.runCtx == nil {
+		return nil, errors.New("the node is stopping")
+	}
+	ctx, cur := n.runCtx, n.bridgeCfg
+	var errs []error
+
+	// Stop first: a changed bridge's new self may need the old one's serial
+	// port or MQTT client ID.
+	mStop, mStart := diffByName(cur.mqtt, cfg.MQTT, func(c config.MQTTBridge) string { return c.Name })
+	sStop, sStart := diffByName(cur.serial, cfg.Serial, func(c serial.Config) string { return c.Name })
+	bStop, bStart := diffByName(cur.modbus, cfg.Modbus, func(c config.ModbusBus) string { return c.Name })
+	uStop, uStart := diffByName(cur.uplinks, cfg.Uplinks, func(c config.Uplink) string { return c.Name })
+	for _, i := range mStop {
+		changed = append(changed, "mqtt["+cur.mqtt[i].Name+"]")
+		if err := n.mqtt[i].Stop(bridgeReloadStop); err != nil {
+			n.logger.Warn("reload: stop mqtt bridge", "bridge", cur.mqtt[i].Name, "err", err)
+		}
+	}
+	for _, i := range sStop {
+		changed = append(changed, "serial["+cur.serial[i].Name+"]")
+		if err := n.serial[i].Stop(bridgeReloadStop); err != nil {
+			n.logger.Warn("reload: stop serial port", "port", cur.serial[i].Name, "err", err)
+		}
+	}
+	for _, i := range bStop {
+		changed = append(changed, "modbus["+cur.modbus[i].Name+"]")
+		if err := n.modbus[i].Stop(bridgeReloadStop); err != nil {
+			n.logger.Warn("reload: stop modbus bus", "bus", cur.modbus[i].Name, "err", err)
+		}
+	}
+	for _, i := range uStop {
+		changed = append(changed, "uplinks["+cur.uplinks[i].Name+"]")
+		r := n.uplinks[i]
+		r.u.Close()
+		n.queues.Leave(r.key, queue.MemberID("uplink:"+r.u.Name()))
+	}
+
+	keep := func(n int, stop []int) []int {
+		gone := map[int]bool{}
+		for _, i := range stop {
+			gone[i] = true
+		}
+		var out []int
+		for i := 0; i < n; i++ {
+			if !gone[i] {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	var next bridgeConfigs
+	var mqtts []*mqtt.Bridge
+	for _, i := range keep(len(n.mqtt), mStop) {
+		mqtts, next.mqtt = append(mqtts, n.mqtt[i]), append(next.mqtt, cur.mqtt[i])
+	}
+	for _, j := range mStart {
+		mc := cfg.MQTT[j]
+		b, err := mqtt.New(mqtt.Config(mc), n.id, n.ingest, n.logger)
+		if err == nil {
+			err = b.Start(ctx)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mqtt bridge %s: %w", mc.Name, err))
+			continue
+		}
+		mqtts, next.mqtt = append(mqtts, b), append(next.mqtt, mc)
+	}
+	var ports []*serial.Port
+	for _, i := range keep(len(n.serial), sStop) {
+		ports, next.serial = append(ports, n.serial[i]), append(next.serial, cur.serial[i])
+	}
+	for _, j := range sStart {
+		sc := cfg.Serial[j]
+		p, err := serial.New(sc, n.ingest, n.logger)
+		if err == nil {
+			err = p.Start(ctx)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("serial port %s: %w", sc.Name, err))
+			continue
+		}
+		ports, next.serial = append(ports, p), append(next.serial, sc)
+	}
+	var buses []*modbus.Bus
+	for _, i := range keep(len(n.modbus), bStop) {
+		buses, next.modbus = append(buses, n.modbus[i]), append(next.modbus, cur.modbus[i])
+	}
+	for _, j := range bStart {
+		bc := cfg.Modbus[j]
+		b, err := modbus.New(modbus.Config(bc), n.ingest, n.logger)
+		if err == nil {
+			err = b.Start(ctx)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("modbus bus %s: %w", bc.Name, err))
+			continue
+		}
+		buses, next.modbus = append(buses, b), append(next.modbus, bc)
+	}
+	var ups []*uplinkRun
+	for _, i := range keep(len(n.uplinks), uStop) {
+		ups, next.uplinks = append(ups, n.uplinks[i]), append(next.uplinks, cur.uplinks[i])
+	}
+	for _, j := range uStart {
+		c := cfg.Uplinks[j]
+		r, err := n.openUplink(cfg, c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n.goBackground(func() { r.u.Run(ctx) })
+		if _, err := n.queues.Join(r.key, queue.MemberID("uplink:"+r.u.Name()), r.u, r.u.Window()); err != nil {
+			r.u.Close()
+			errs = append(errs, fmt.Errorf("uplink %s: join group: %w", c.Name, err))
+			continue
+		}
+		ups, next.uplinks = append(ups, r), append(next.uplinks, c)
+	}
+	for _, j := range mStart {
+		changed = appendOnce(changed, "mqtt["+cfg.MQTT[j].Name+"]")
+	}
+	for _, j := range sStart {
+		changed = appendOnce(changed, "serial["+cfg.Serial[j].Name+"]")
+	}
+	for _, j := range bStart {
+		changed = appendOnce(changed, "modbus["+cfg.Modbus[j].Name+"]")
+	}
+	for _, j := range uStart {
+		changed = appendOnce(changed, "uplinks["+cfg.Uplinks[j].Name+"]")
+	}
+	n.mqtt, n.serial, n.modbus, n.uplinks, n.bridgeCfg = mqtts, ports, buses, ups, next
+	return changed, errors.Join(errs...)
+}
+
+func appendOnce(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// openUplink declares uplink c's queue group and builds its transport.
+func (n *Node) openUplink(cfg config.Config, c config.Uplink) (*uplinkRun, error) {
+	uc := uplink.Config(c)
+	if uc.Subject == "" {
+		uc.Subject = cfg.NATS.TelemetryPrefix + ".>"
+	}
+	key := groups.GroupKey{Filter: uc.Subject, Queue: uc.QueueName()}
+	if err := n.queues.Declare(groups.GroupConfig{Key: key, Core: uplinkQueueConfig(cfg, uc)}); err != nil {
+		return nil, fmt.Errorf("uplink %s: declare group: %w", uc.Name, err)
+	}
+	u, err := uplink.Open(uc, n.id, n.queues, n.logger)
+	if err != nil {
+		return nil, err
+	}
+	return &uplinkRun{u: u, key: key}, nil
+}
