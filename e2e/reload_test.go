@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -144,5 +145,59 @@ func TestSIGHUPReloadsBridgesAndToken(t *testing.T) {
 	}
 	if code := status("second-token-of-16+"); code != 200 {
 		t.Fatalf("after a refused reload the token in use stopped working: %d", code)
+	}
+}
+
+// TestSIGHUPReloadsMQTTBridge: while sensors publish QoS 1, SIGHUP changes
+// one MQTT bridge (it restarts, on its persistent session) and keeps the
+// other (it stays connected); every message of both arrives.
+func TestSIGHUPReloadsMQTTBridge(t *testing.T) {
+	requireTool(t, "mosquitto_pub")
+	port := startMosquitto(t)
+	bridges := func(yardHeader string) string {
+		return fmt.Sprintf(`mqtt:
+  - {name: plant, broker: "tcp://127.0.0.1:%d", topics: ["plant/+/data"], qos: 1, device: {topic: "plant/{device}/data"}}
+  - {name: yard, broker: "tcp://127.0.0.1:%d", topics: ["yard/+/data"], qos: 1, device: {topic: "yard/{device}/data"}, headers: {Site: %s}}
+`, port, port, yardHeader)
+	}
+	n := newNode(t, bridges("one"))
+	n.start()
+	tr := newTracker(t)
+	startWorker(t, n.url(), "w", tr, func() {})
+	waitFor(t, "both bridges subscribed", 30*time.Second, func() bool { return strings.Count(n.logs(), "connected and subscribed") >= 2 })
+	const per = 300
+	publish := func(prefix string, done chan<- error) {
+		var lines strings.Builder
+		for i := 1; i <= per; i++ {
+			fmt.Fprintf(&lines, "%s|%d\n", prefix, i)
+		}
+		cmd := exec.Command("mosquitto_pub", "-h", "127.0.0.1", "-p", fmt.Sprint(port), "-q", "1", "-t", prefix+"/s1/data", "-l")
+		cmd.Stdin = strings.NewReader(lines.String())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("mosquitto_pub: %v %s", err, out)
+		}
+		done <- err
+	}
+	done := make(chan error, 2)
+	go publish("plant", done)
+	go publish("yard", done)
+	if err := os.WriteFile(n.config, []byte(bridges("two")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.cmd.Process.Signal(syscall.SIGHUP)
+	for i := 0; i < 2; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "reload logged", 30*time.Second, func() bool { return strings.Contains(n.logs(), "configuration reloaded") })
+	waitFor(t, "every message of both bridges", 60*time.Second, func() bool { return tr.distinct() == 2*per })
+	logs := n.logs()
+	if !strings.Contains(logs, "mqtt[yard]") || strings.Contains(logs, "mqtt[plant]") {
+		t.Fatalf("the reload should restart yard only:\n%s", logs)
+	}
+	if c := strings.Count(logs, `msg="connected and subscribed" node=e2e-node component=mqtt bridge=plant`); c != 1 {
+		t.Fatalf("the unchanged bridge connected %d times, want once:\n%s", c, logs)
 	}
 }
