@@ -37,7 +37,8 @@ func (n *Node) Reload(cfg config.Config) (applied []string, err error) {
 		cur, new *tlsconf.Store
 	}
 	var changes []tlsChange
-	var errs, restart []string
+	var errs []error
+	var restart []string
 	for _, l := range []struct {
 		key      string
 		cur      *tlsconf.Store
@@ -52,7 +53,7 @@ func (n *Node) Reload(cfg config.Config) (applied []string, err error) {
 		}
 		s, err := loadTLS(l.key, l.new)
 		if err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, err)
 			continue
 		}
 		changes = append(changes, tlsChange{l.key, l.cur, s})
@@ -63,7 +64,7 @@ func (n *Node) Reload(cfg config.Config) (applied []string, err error) {
 		return nil, fmt.Errorf("these changes need a restart: %s; nothing was applied", strings.Join(restart, ", "))
 	}
 	if len(errs) > 0 {
-		return nil, errors.New(strings.Join(errs, "; "))
+		return nil, errors.Join(errs...)
 	}
 	for _, c := range changes {
 		c.cur.Adopt(c.new)
@@ -71,7 +72,9 @@ func (n *Node) Reload(cfg config.Config) (applied []string, err error) {
 	}
 	users, perms := natsUsers(cfg.NATS)
 	n.nats.SetAuth(cfg.NATS.AuthToken.Reveal(), users, perms)
-	applied = append(applied, "nats.auth_token", "nats.users")
+	if old.NATS.AuthToken != cfg.NATS.AuthToken || !reflect.DeepEqual(old.NATS.Users, cfg.NATS.Users) {
+		applied = append(applied, "nats.auth_token and users")
+	}
 	token := cfg.HTTP.Token
 	if token != *n.httpToken.Load() {
 		applied = append(applied, "http.token")
