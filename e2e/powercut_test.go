@@ -439,6 +439,7 @@ func (l logOnly) Errorf(format string, args ...any) { l.Logf(format, args...) }
 // TestPowerCut: under durability interval (the default) and always, nothing
 // pub-acked is ever lost to a power cut at any of the moments.
 func TestPowerCut(t *testing.T) {
+	t.Parallel() // its own mount and node; waits for cut moments (see TestMain)
 	rounds := envInt("EDGEQ_E2E_POWERCUT_ROUNDS", 16)
 	for _, mode := range []string{"interval", "always"} {
 		t.Run(mode, func(t *testing.T) {
@@ -476,6 +477,7 @@ func TestPowerCut(t *testing.T) {
 // TestPowerCutDurabilityNone proves the series has teeth: durability none
 // acknowledges before fsync, so power cuts lose pub-acked messages.
 func TestPowerCutDurabilityNone(t *testing.T) {
+	t.Parallel() // its own mount and node (see TestMain)
 	pc := newPowerCut(t, "none", false)
 	// Only cuts at arbitrary changes and group commits: nothing waits for a
 	// segment roll (whose fsync would save the data).
