@@ -90,7 +90,6 @@ func drainAll(t testing.TB, n *node, want map[string]bool) {
 }
 
 func TestDiskFaults(t *testing.T) {
-	t.Parallel() // its own mounts and nodes; waits on the disk probe (see TestMain)
 	cases := []struct {
 		fault powerfs.Fault
 		text  string // in the publisher's error and in /readyz
@@ -201,7 +200,6 @@ func metricValue(t testing.TB, n *node, series string) float64 {
 // TestDiskWatermark: on a small disk the node refuses publishes (reject) or
 // drops the oldest (drop_oldest) before the file system is full; never ENOSPC.
 func TestDiskWatermark(t *testing.T) {
-	t.Parallel() // its own mounts and nodes; waits on the free-space check (see TestMain)
 	for _, policy := range []string{"reject", "drop_oldest"} {
 		t.Run(policy, func(t *testing.T) {
 			fsys := mountPowerFS(t, powerfs.Options{Capacity: 6 << 20})

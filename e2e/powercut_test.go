@@ -477,7 +477,6 @@ func TestPowerCut(t *testing.T) {
 // TestPowerCutDurabilityNone proves the series has teeth: durability none
 // acknowledges before fsync, so power cuts lose pub-acked messages.
 func TestPowerCutDurabilityNone(t *testing.T) {
-	t.Parallel() // its own mount and node (see TestMain)
 	pc := newPowerCut(t, "none", false)
 	// Only cuts at arbitrary changes and group commits: nothing waits for a
 	// segment roll (whose fsync would save the data).
