@@ -439,7 +439,6 @@ func (l logOnly) Errorf(format string, args ...any) { l.Logf(format, args...) }
 // TestPowerCut: under durability interval (the default) and always, nothing
 // pub-acked is ever lost to a power cut at any of the moments.
 func TestPowerCut(t *testing.T) {
-	t.Parallel() // its own mount and node; waits for cut moments (see TestMain)
 	rounds := envInt("EDGEQ_E2E_POWERCUT_ROUNDS", 16)
 	for _, mode := range []string{"interval", "always"} {
 		t.Run(mode, func(t *testing.T) {
