@@ -21,7 +21,7 @@ help:
 	@echo "make bench   benchmarks (figures for the issue notes)"
 	@echo "make bench-peers  edgeq against JetStream, core NATS and raw tidwall/wal, side by side (not in CI)"
 	@echo "make lint    gofmt and go vet"
-	@echo "make powercut ROUNDS=N  the power-cut series (FUSE, root) with N rounds"
+	@echo "make powercut ROUNDS=N [SEED=S]  the power-cut series (FUSE, root) with N rounds"
 	@echo "make soak SOAK=1h RATE=2000  a node under steady load; fails on growth or loss (CI: SOAK=2m)"
 	@echo "make wamp WAMP=20s  write amplification: bytes written per payload byte (not in CI)"
 
@@ -36,9 +36,13 @@ test: test-deps lint unit fuzz
 test-deps:
 	@scripts/install-test-deps.sh
 
-# The race detector needs cgo.
+# The race detector needs cgo. go vet runs in full in lint (make test runs
+# both), so go test's own subset of it is not run a second time here. -p 3:
+# the e2e package mostly waits on its processes and holds one slot for the
+# whole run; the others share the rest.
+UNITP ?= 3
 unit:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 45m ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 45m -vet=off -p $(UNITP) ./...
 
 fuzz:
 	@scripts/fuzz-short.sh $(FUZZTIME)
@@ -71,10 +75,12 @@ firmware-test: cross
 	firmware-tests/run.sh
 
 # Power cuts on a FUSE mount that drops unsynced data (needs root and
-# /dev/fuse); CI runs the short default series inside `make unit`.
+# /dev/fuse); CI runs the short default series inside `make unit` with a new
+# seed each run. SEED=N replays a series (default 1; the test logs it).
 ROUNDS ?= 100
+SEED ?=
 powercut:
-	EDGEQ_E2E_POWERCUT_ROUNDS=$(ROUNDS) $(GO) test -count=1 -timeout 0 -v -run 'TestPowerCut$$' ./e2e
+	EDGEQ_E2E_POWERCUT_ROUNDS=$(ROUNDS) $(if $(SEED),EDGEQ_E2E_POWERCUT_SEED=$(SEED)) $(GO) test -count=1 -timeout 0 -v -run 'TestPowerCut$$' ./e2e
 
 # A node under steady load (1,000 devices, workers joining and leaving,
 # retention active, /metrics every 5s); samples in $(BIN)/soak.csv,

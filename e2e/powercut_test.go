@@ -27,8 +27,7 @@ import (
 // with pub-acks and acking workers, then a power cut at a chosen moment,
 // kill -9 and a restart, round after round.
 // EDGEQ_E2E_POWERCUT_ROUNDS sets the number of rounds (make powercut ROUNDS=1000),
-// EDGEQ_E2E_POWERCUT_SEED the seed of the cut moments (default 1, the same
-// every run).
+// EDGEQ_E2E_POWERCUT_SEED the seed of the cut moments (see powerCutSeed).
 
 // mountPowerFS mounts a power-cut file system; without FUSE or root the test
 // skips (fails with CI=true).
@@ -49,6 +48,26 @@ func mountPowerFS(t testing.TB, opts powerfs.Options) *powerfs.FS {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+// powerCutSeed is the seed of the cut moments: EDGEQ_E2E_POWERCUT_SEED when
+// set; otherwise a new random one with CI=true (every CI run cuts at other
+// moments) and 1 for a local go test (the same moments every run). The test
+// logs it, and a failing series names the variable that replays it.
+func powerCutSeed() uint64 {
+	if v := os.Getenv("EDGEQ_E2E_POWERCUT_SEED"); v != "" {
+		if s, err := strconv.ParseUint(v, 10, 64); err == nil {
+			return s
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		return 1 + rand.Uint64N(1<<31)
+	}
+	return 1
+}
+
+// powerCutSeedValue is powerCutSeed, read once per test process so that both
+// halves of TestPowerCut cut with the same seed.
+var powerCutSeedValue = sync.OnceValue(powerCutSeed)
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -428,10 +447,18 @@ func TestPowerCut(t *testing.T) {
 				r = max(rounds/2, 2)
 			}
 			pc := newPowerCut(t, mode, true)
-			// A fixed seed (the same moments every run); set
-			// EDGEQ_E2E_POWERCUT_SEED to explore others.
-			seed := uint64(envInt("EDGEQ_E2E_POWERCUT_SEED", 1))
-			t.Logf("seed %d", seed)
+			seed := powerCutSeedValue()
+			replay := fmt.Sprintf("EDGEQ_E2E_POWERCUT_SEED=%d", seed)
+			if os.Getenv("EDGEQ_E2E_POWERCUT_ROUNDS") != "" {
+				replay += fmt.Sprintf(" EDGEQ_E2E_POWERCUT_ROUNDS=%d", rounds)
+			}
+			replay += fmt.Sprintf(" go test -count=1 -run 'TestPowerCut$/%s' ./e2e", mode)
+			t.Logf("seed %d (replay: %s)", seed, replay)
+			defer func() {
+				if t.Failed() {
+					t.Logf("this series failed with seed %d: replay it with %s", seed, replay)
+				}
+			}()
 			missing := pc.run(r, seed)
 			if len(missing) > 0 {
 				t.Errorf("%d pub-acked messages never delivered, e.g. %v", len(missing), missing[:min(10, len(missing))])
