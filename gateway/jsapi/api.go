@@ -141,6 +141,7 @@ const (
 	CodeMaxConsumers     = 10026
 	CodeStreamNotFound   = 10059
 	CodeStreamMismatch   = 10060
+	CodeStoreFailed      = 10077 // JSStreamStoreFailedF: the log refused the append
 	CodeWrongLastMsgID   = 10070
 	CodeWrongLastSeq     = 10071
 	CodeFilterMismatch   = 10131 // JSConsumerCreateFilterSubjectMismatchErr
