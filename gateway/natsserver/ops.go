@@ -86,7 +86,7 @@ func (c *conn) handleSub(op *natsproto.Op) {
 	sid := string(op.SID)
 	c.s.subsMu.Lock()
 	_, dup := c.subs[sid]
-	n := len(c.subs)
+	n := len(c.subs) + c.retired
 	c.s.subsMu.Unlock()
 	if dup {
 		return // nats-server ignores a repeated sid
@@ -154,28 +154,75 @@ func (c *conn) handleUnsub(op *natsproto.Op) {
 // autoUnsub removes a subscription that reached its UNSUB max.
 func (s *Server) autoUnsub(sb *sub) { s.removeSub(sb) }
 
+// removeSub ends a subscription on UNSUB (or its auto-unsubscribe max). A
+// queue member that still holds messages is retired rather than removed:
+// it gets nothing more, but its connection may still answer for what it
+// holds, as a JetStream client may ack after unsubscribing (natscli
+// `sub --ack --count N` sends UNSUB before acking the last message). It
+// leaves its group once it has answered for everything it was sent, when
+// its connection closes, or after the group's ack_wait (by then what it
+// held goes to other members anyway), whichever comes first.
 func (s *Server) removeSub(sb *sub) {
 	s.subsMu.Lock()
 	cur, ok := sb.c.subs[sb.sid]
+	retire := false
 	if ok && cur == sb {
 		delete(sb.c.subs, sb.sid)
 		if sb.isMem {
-			delete(sb.c.members, string(sb.groupMember))
+			if sb.sent.Load() > sb.answered.Load() {
+				retire, sb.retired = true, true
+				sb.c.retired++
+			} else {
+				delete(sb.c.members, string(sb.groupMember))
+			}
 		}
 	}
 	s.subsMu.Unlock()
-	if ok && cur == sb {
+	switch {
+	case !ok || cur != sb:
+	case retire:
+		s.subs.remove(sb)
+		if err := s.queues.SetCredit(sb.group, sb.member, 0); err != nil {
+			s.logger.Debug("pausing an unsubscribed member", "client", sb.c.id, "sid", sb.sid, "err", err)
+		}
+		s.subsMu.Lock()
+		if sb.retired { // not already answered for everything
+			sb.retireTimer = time.AfterFunc(s.queues.AckWait(sb.group), func() { s.endRetired(sb) })
+		}
+		s.subsMu.Unlock()
+		if sb.sent.Load() <= sb.answered.Load() {
+			s.endRetired(sb)
+		}
+	default:
 		s.dropSub(sb)
 	}
 }
 
-// dropSub detaches a subscription from core routing, its group and the tail.
+// endRetired removes a retired member from its connection and its group.
+func (s *Server) endRetired(sb *sub) {
+	s.subsMu.Lock()
+	if sb.retired {
+		sb.retired = false
+		sb.c.retired--
+		if sb.c.members[string(sb.groupMember)] == sb {
+			delete(sb.c.members, string(sb.groupMember))
+		}
+		if sb.retireTimer != nil {
+			sb.retireTimer.Stop()
+		}
+	}
+	s.subsMu.Unlock()
+	s.dropSub(sb)
+}
+
+// dropSub detaches a subscription from core routing, its group and the
+// tail. A member leaves its group once.
 func (s *Server) dropSub(sb *sub) {
 	s.subs.remove(sb)
 	if sb.untail != nil {
 		sb.untail()
 	}
-	if sb.isMem {
+	if sb.isMem && sb.left.CompareAndSwap(false, true) {
 		s.queues.Leave(sb.group, sb.member)
 	}
 }

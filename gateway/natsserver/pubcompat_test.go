@@ -194,3 +194,145 @@ func TestCorePublishErrorShapeWithoutJetStream(t *testing.T) {
 		t.Fatalf("answer %s (%v)", m.Data, err)
 	}
 }
+
+// TestAckAfterAutoUnsubscribe: natscli `sub --queue Q --ack --count N`
+// auto-unsubscribes after N messages and acks the last one after the server
+// removed the subscription. The connection still holds that message, so its
+// ack is taken (not refused as foreign), nothing comes again, and the
+// member leaves its group once it answered for everything.
+func TestAckAfterAutoUnsubscribe(t *testing.T) {
+	for _, how := range []string{"auto-unsubscribe", "unsubscribe"} {
+		t.Run(how, func(t *testing.T) {
+			r := newRigAckWait(t, time.Hour, func(*rig, *Config) {})
+			nc := r.connect(t)
+			sub, err := nc.QueueSubscribeSync("telemetry.>", "q")
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 3
+			if how == "auto-unsubscribe" {
+				if err := sub.AutoUnsubscribe(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := nc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			pub := r.connect(t)
+			for i := range n {
+				if _, err := pub.Request(fmt.Sprintf("telemetry.dev-%d", i), []byte("x"), 30*time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []*nats.Msg
+			for range n {
+				m, err := sub.NextMsg(60 * time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, m)
+			}
+			for _, m := range got[:n-1] {
+				if err := m.Ack(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if how == "unsubscribe" {
+				if err := sub.Unsubscribe(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The server has dropped the subscription: nobody in the group
+			// can take a message any more.
+			waitFor(t, "the subscription gone", 60*time.Second, func() bool {
+				for _, m := range r.group(t).Core.MemberList {
+					if m.Credit > 0 {
+						return false
+					}
+				}
+				return true
+			})
+			if err := got[n-1].Ack(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the last ack taken or refused", 60*time.Second, func() bool {
+				return r.group(t).Core.Acked == n || r.s.Counters().ForeignAcks.Load() > 0
+			})
+			if f := r.s.Counters().ForeignAcks.Load(); f != 0 {
+				t.Fatalf("%d acks refused as foreign", f)
+			}
+			waitFor(t, "the member gone", 60*time.Second, func() bool { return len(r.group(t).Core.MemberList) == 0 })
+			if g := r.group(t).Core; g.Redeliveries != 0 || g.LeaveRequeue != 0 || g.InFlight != 0 {
+				t.Fatalf("after the acks: %+v", g)
+			}
+		})
+	}
+}
+
+// TestUnsubscribedMemberLeavesAfterAckWait: a member that unsubscribes
+// without answering for what it holds leaves its group after ack_wait (its
+// message goes to another member) or when its connection closes; it never
+// takes a new message after the UNSUB.
+func TestUnsubscribedMemberLeavesAfterAckWait(t *testing.T) {
+	r := newRigAckWait(t, time.Second, func(*rig, *Config) {})
+	quitter := r.connect(t)
+	sub, err := quitter.QueueSubscribeSync("telemetry.>", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quitter.Flush()
+	pub := r.connect(t)
+	if _, err := pub.Request("telemetry.dev-1", []byte("held"), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.NextMsg(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	quitter.Flush()
+	other := r.connect(t)
+	sub2, err := other.QueueSubscribeSync("telemetry.>", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Flush()
+	if _, err := pub.Request("telemetry.dev-2", []byte("new"), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for len(seen) < 2 {
+		m, err := sub2.NextMsg(60 * time.Second)
+		if err != nil {
+			t.Fatalf("after %v: %v", seen, err)
+		}
+		seen[string(m.Data)] = m.Header.Get(HeaderDeliveries)
+		_ = m.Ack()
+	}
+	if seen["held"] != "2" || seen["new"] != "1" {
+		t.Fatalf("deliveries %v", seen)
+	}
+	waitFor(t, "one member left", 60*time.Second, func() bool { return len(r.group(t).Core.MemberList) == 1 })
+	// A retired member of a closing connection leaves with it.
+	sub3, _ := other.QueueSubscribeSync("telemetry.>", "q")
+	other.Flush()
+	if _, err := pub.Request("telemetry.dev-3", []byte("last"), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var held *nats.Subscription
+	deadline := time.Now().Add(60 * time.Second) // bounds a hang only
+	for held == nil && time.Now().Before(deadline) {
+		for _, s := range []*nats.Subscription{sub2, sub3} {
+			if _, err := s.NextMsg(20 * time.Millisecond); err == nil {
+				held = s
+			}
+		}
+	}
+	if held == nil {
+		t.Fatal("dev-3 not delivered")
+	}
+	_ = held.Unsubscribe()
+	other.Close()
+	waitFor(t, "no members", 60*time.Second, func() bool { return len(r.group(t).Core.MemberList) == 0 })
+}
