@@ -85,6 +85,10 @@ type jsMember struct {
 	wake    chan struct{}
 	stop    chan struct{}
 
+	// creditMu orders credit changes: a credit is computed and sent to the
+	// group under it, so a stale (higher) figure never overtakes a lower one.
+	creditMu sync.Mutex
+
 	mu     sync.Mutex
 	pulls  []*pull // bound: maxPullsPerMember
 	held   []heldMsg
@@ -231,6 +235,8 @@ func (m *jsMember) housekeep(now time.Time) {
 		left, bytes int
 	}
 	var out []status
+	m.creditMu.Lock()
+	defer m.creditMu.Unlock()
 	m.mu.Lock()
 	// Requesters that stopped listening (an unsubscribed inbox) are
 	// forgotten; a push consumer looks at its deliver subject.
@@ -265,11 +271,14 @@ func (m *jsMember) housekeep(now time.Time) {
 		m.held = m.held[1:]
 	}
 	m.flushHeldLocked(now)
-	want := 0
-	for _, p := range m.pulls {
-		want += p.left
-	}
 	var release []groups.AckHandle
+	if !m.push && len(m.pulls) == 0 && len(m.held) > 0 && now.Sub(m.held[0].at) >= heldGrace {
+		// A message that came as the last pull ended (credit follows pulls
+		// a moment late) goes back to the group for a member that pulls,
+		// instead of waiting out its ack_wait here.
+		release = m.releaseHeldLocked(release)
+	}
+	want := m.pullCreditLocked(now)
 	if m.push {
 		// Credit only while someone listens on the deliver subject; what
 		// came after the last one left goes back to the group at once (a
@@ -281,28 +290,70 @@ func (m *jsMember) housekeep(now time.Time) {
 		if !interest {
 			release = m.releaseHeldLocked(release)
 		}
+		want = min(want+m.unackedLocked(now), m.maxAck)
 	}
-	cut := now.Add(-m.ackWait)
-	for i := range m.table {
-		if s := &m.table[i]; s.cseq != 0 && s.at.After(cut) {
-			want++
-		}
-	}
-	want = min(want, m.maxAck)
 	change := want != m.credit
 	m.credit = want
 	m.mu.Unlock()
+	if change {
+		// Before the statuses: a requester told 408 must not get a message
+		// the group sent meanwhile on the old credit.
+		_ = m.s.queues.SetCredit(m.cons.Key, m.id, want)
+	}
 	for _, s := range out {
 		m.s.sendStatus(s.reply, s.code, s.desc, s.left, s.bytes)
 	}
 	for _, h := range release {
 		_ = m.s.queues.Ack(groups.Ack{Handle: h, Kind: groups.AckNak})
 	}
-	if change {
-		_ = m.s.queues.SetCredit(m.cons.Key, m.id, want)
-	}
 	if want > 0 && m.cons.Expires() {
 		m.s.cfg.JetStream.Touch(m.cons, now)
+	}
+}
+
+// heldGrace is how long a pull member keeps a message that came with no
+// pull outstanding before handing it back to the group.
+const heldGrace = 250 * time.Millisecond
+
+// pullCreditLocked is a pull member's credit: what its pull requests still
+// ask for plus what it holds unacknowledged, at most max_ack_pending. A
+// member that stopped pulling has no credit once it acked everything, so
+// the group gives the next message to a member that pulls. Called with mu.
+func (m *jsMember) pullCreditLocked(now time.Time) int {
+	want := 0
+	for _, p := range m.pulls {
+		want += p.left
+	}
+	return min(want+m.unackedLocked(now), m.maxAck)
+}
+
+// unackedLocked counts the deliveries within their ack_wait. Called with mu.
+func (m *jsMember) unackedLocked(now time.Time) int {
+	n := 0
+	cut := now.Add(-m.ackWait)
+	for i := range m.table {
+		if s := &m.table[i]; s.cseq != 0 && s.at.After(cut) {
+			n++
+		}
+	}
+	return n
+}
+
+// lowerCredit lowers a pull member's credit at once when an answer freed
+// some and no pull asks for it, before the answer reaches the group: the
+// group would otherwise hand the freed credit's next message to a member
+// that no longer pulls (it would wait there for a pull or its ack_wait).
+// The caller holds creditMu until it has passed the answer on.
+func (m *jsMember) lowerCredit(now time.Time) {
+	m.mu.Lock()
+	want := m.pullCreditLocked(now)
+	lower := want < m.credit
+	if lower {
+		m.credit = want
+	}
+	m.mu.Unlock()
+	if lower {
+		_ = m.s.queues.SetCredit(m.cons.Key, m.id, want)
 	}
 }
 
@@ -459,7 +510,17 @@ func (c *conn) handleJSAck(subject, reply, payload []byte) error {
 		c.s.stats.ForeignAcks.Add(1)
 		return errNotYourAck
 	}
-	h, ok := m.handle(meta.ConsumerSeq, kind != groups.AckInProgress, c.id)
+	final := kind != groups.AckInProgress
+	if final && !m.push {
+		m.creditMu.Lock()
+	}
+	h, ok := m.handle(meta.ConsumerSeq, final, c.id)
+	if ok && final && !m.push {
+		m.lowerCredit(time.Now())
+	}
+	if final && !m.push {
+		defer m.creditMu.Unlock()
+	}
 	if !ok && m.push {
 		c.s.stats.ForeignAcks.Add(1)
 		return errNotYourAck
