@@ -257,7 +257,7 @@ func (c *conn) reserve(size int) bool {
 func (c *conn) sent(sb *sub, payload int) {
 	c.s.stats.OutMsgs.Add(1)
 	c.s.stats.OutBytes.Add(uint64(payload))
-	if sb.isMem {
+	if sb.group.Queue != "" { // set before Join; isMem only after it
 		sb.sent.Add(1)
 	}
 	if max := sb.max.Load(); max > 0 && sb.delivered.Add(1) >= max {
