@@ -160,7 +160,7 @@ func runSub(args []string, stdout, stderr io.Writer) int {
 		select {
 		case m := <-msgs:
 			printMsg(stdout, m)
-			if strings.HasPrefix(m.Reply, "$EQ.ACK.") && !*noAck {
+			if (strings.HasPrefix(m.Reply, "$EQ.ACK.") || strings.HasPrefix(m.Reply, "$JS.ACK.")) && !*noAck {
 				if err := m.Ack(); err != nil {
 					fmt.Fprintf(stderr, "edgeq sub: ack: %v\n", err)
 				}
