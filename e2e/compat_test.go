@@ -13,13 +13,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nsqio/go-nsq"
 )
 
 // The compatibility suite: the real clients (natscli, nats.go's jetstream
 // package, nats.js v3 `@nats-io/*` and v2 `nats` from npm, curl) against
 // one real node, one row per everyday operation. Each row says what it
 // expects (works, differs, refused) and fails when the outcome changes. The
-// table goes to the test log and, with EDGEQ_COMPAT_TABLE=<file>, to a
+// table goes to the test log and, with EDGEQ_E2E_COMPAT_TABLE=<file>, to a
 // Markdown file (the README's "Client compatibility" table comes from it).
 
 // compatOutcome is what happened to one operation.
@@ -40,6 +41,7 @@ type compatEnv struct {
 	nodeBin string
 	jsDir   string
 	curl    string
+	nsqAddr string
 	ctx     context.Context
 }
 
@@ -83,7 +85,7 @@ func TestClientCompat(t *testing.T) {
 			t.Skipf("%s is not installed in %s: run scripts/install-test-deps.sh", pkg, e.jsDir)
 		}
 	}
-	e.n = newNode(t, "")
+	e.n, e.nsqAddr = newNSQNode(t, "")
 	e.n.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // bounds a hang only
 	defer cancel()
@@ -105,7 +107,7 @@ func TestClientCompat(t *testing.T) {
 	}
 	out := "| client | operation | result |\n|---|---|---|\n" + strings.Join(table, "\n") + "\n"
 	t.Logf("client compatibility:\n%s", out)
-	if path := os.Getenv("EDGEQ_COMPAT_TABLE"); path != "" {
+	if path := os.Getenv("EDGEQ_E2E_COMPAT_TABLE"); path != "" {
 		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
 			t.Error(err)
 		}
@@ -119,11 +121,13 @@ func compatRows() []compatRow {
 		{"nats.js v3", "`js.publish` to `telemetry.a.b`", "refused", nodeRefused("v3")},
 		{"nats.js v2", "`js.publish` to `telemetry.a.b`", "refused", nodeRefused("v2")},
 		{"nats.go jetstream", "`js.Publish` to `telemetry.a.b`", "refused", goRefused},
+		{"nats.go jetstream", "`PubAck.Sequence` = `Metadata().Sequence.Stream`", "differs", pubAckSequence},
 		{"natscli", "`nats bench js pub sync telemetry --multisubject`", "works", benchMultisubject("telemetry", "synchronous publisher stats")},
 		{"natscli", "`nats bench js pub sync telemetry.bench --multisubject`", "refused", benchMultisubject("telemetry.bench", "invalid device ID")},
 		{"natscli", "`nats sub 'telemetry.>' --queue Q --ack --count 5`", "works", subAckCount},
 		{"nats.go jetstream", "pull: A fetches 1, acks, stops; B fetches", "works", pullHandOver},
 		{"natscli", "`nats consumer next --count 5`, then another worker", "works", consumerNext},
+		{"go-nsq", "`Producer.Publish` and a `Consumer` on a channel", "works", nsqRoundTrip},
 		{"curl", "5 MB `POST /v1/publish` (default `Expect: 100-continue`)", "works", curlTooBig},
 		{"curl", "`--data-binary` publish: transport headers not stored", "works", curlHeaders},
 		{"natscli", "`nats stream get TELEMETRY 1`", "refused", cliRefused([]string{"stream", "get", "TELEMETRY", "1"}, "not supported")},
@@ -386,4 +390,69 @@ func lastLine(s string) string {
 		l = l[:200] + "…"
 	}
 	return l
+}
+
+func nsqRoundTrip(t *testing.T, e *compatEnv) compatOutcome {
+	got := make(chan string, 16)
+	c, err := nsq.NewConsumer("telemetry", "compat", nsq.NewConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetLogger(nil, nsq.LogLevelError)
+	c.AddHandler(nsq.HandlerFunc(func(m *nsq.Message) error {
+		got <- string(m.Body)
+		return nil
+	}))
+	if err := c.ConnectToNSQD(e.nsqAddr); err != nil {
+		return broken("consumer: %v", err)
+	}
+	defer c.Stop()
+	waitMembers(t, e.n, "compat", 1) // a new channel starts with new messages
+	p := nsqProducer(t, e.nsqAddr)
+	for i := range 3 {
+		if err := p.Publish("telemetry", fmt.Appendf(nil, `{"device":"nsq-%d","n":1}`, i)); err != nil {
+			return broken("publish: %v", err)
+		}
+	}
+	for range 3 {
+		select {
+		case <-got:
+		case <-time.After(time.Minute): // bounds a hang only
+			return broken("a message did not come")
+		}
+	}
+	return works()
+}
+
+func pubAckSequence(t *testing.T, e *compatEnv) compatOutcome {
+	js := e.js(t)
+	var last *jetstream.PubAck
+	for range 2 {
+		a, err := js.Publish(e.ctx, "telemetry.seq-1", []byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = a
+	}
+	c, err := js.CreateOrUpdateConsumer(e.ctx, "TELEMETRY", jetstream.ConsumerConfig{Durable: "seq", FilterSubject: "telemetry.seq-1",
+		DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stream uint64
+	for range 2 {
+		m := fetchAck(t, e.ctx, c)
+		if m == nil {
+			return broken("a message did not come")
+		}
+		md, _ := m.Metadata()
+		stream = md.Sequence.Stream
+	}
+	if last.Sequence == stream {
+		return works()
+	}
+	if last.Sequence != 2 {
+		return broken("PubAck.Sequence %d of the device's second message", last.Sequence)
+	}
+	return compatOutcome{status: "differs", note: "`PubAck.Sequence` is the device's sequence (2 for its second message); the stream sequence is offset × 2048 + partition (README: JetStream)"}
 }
