@@ -104,7 +104,13 @@ type Consumer struct {
 	Ephemeral bool
 
 	active time.Time // last sign of use; guarded by Service.mu
+	seq    atomic.Uint64
 }
+
+// NextSeq numbers a delivery of the consumer: consumer sequences grow across
+// all its members and their connections (a reconnecting worker does not
+// start again at 1). They start again at 1 when the node restarts.
+func (c *Consumer) NextSeq() uint64 { return c.seq.Add(1) }
 
 // NewService returns the API over l and reg.
 func NewService(cfg Config, l *wal.Log, reg Registry) *Service {

@@ -92,8 +92,9 @@ type jsMember struct {
 	mu     sync.Mutex
 	pulls  []*pull // bound: maxPullsPerMember
 	held   []heldMsg
-	table  []ackSlot // ring by cseq; bound: maxAckTable
-	cseq   uint64
+	table  []ackSlot         // ring in delivery order; bound: maxAckTable
+	index  map[uint64]uint32 // consumer sequence -> place in table; bound: len(table)
+	local  uint64            // deliveries to this member
 	credit int
 	closed bool
 	hdr    []byte    // scratch, under mu
@@ -361,12 +362,11 @@ func (m *jsMember) lowerCredit(now time.Time) {
 // (to be nak'd, so that they go to the group again). Called with mu.
 func (m *jsMember) releaseHeldLocked(hs []groups.AckHandle) []groups.AckHandle {
 	for i := range m.held {
-		s := &m.table[m.held[i].cseq%uint64(len(m.table))]
-		if s.cseq == m.held[i].cseq {
+		if s := m.slotLocked(m.held[i].cseq); s != nil {
 			h := s.h
 			h.Member = m.gid
 			hs = append(hs, h)
-			*s = ackSlot{}
+			m.clearLocked(s)
 		}
 		m.held[i] = heldMsg{}
 	}
@@ -385,14 +385,13 @@ func (m *jsMember) Deliver(d *groups.Delivery) bool {
 	if m.closed {
 		return false
 	}
-	m.cseq++
-	slot := &m.table[m.cseq%uint64(len(m.table))]
-	*slot = ackSlot{cseq: m.cseq, at: now, h: d.Ack}
+	cseq := m.cons.NextSeq()
+	m.insertLocked(ackSlot{cseq: cseq, at: now, h: d.Ack})
 	meta := jsapi.AckMeta{Stream: m.s.cfg.JetStream.Stream(), Consumer: m.cons.Name, Delivered: d.Deliveries,
-		StreamSeq: jsapi.StreamSeq(d.Partition, d.Offset), ConsumerSeq: m.cseq, Time: rec.Time}
+		StreamSeq: jsapi.StreamSeq(d.Partition, d.Offset), ConsumerSeq: cseq, Time: rec.Time}
 	reply := string(jsapi.AppendAckSubject(nil, &meta))
 	m.hdr = appendDeliveryHeader(m.hdr[:0], d)
-	h := heldMsg{cseq: m.cseq, subject: m.s.cfg.TelemetryPrefix + "." + rec.Device, reply: reply, at: now,
+	h := heldMsg{cseq: cseq, subject: m.s.cfg.TelemetryPrefix + "." + rec.Device, reply: reply, at: now,
 		hdr: bytes.Clone(m.hdr), payload: bytes.Clone(rec.Payload)}
 	if !m.sendLocked(&h, now) {
 		if len(m.held) >= max(m.maxAck, 1) {
@@ -434,7 +433,7 @@ func (m *jsMember) sendLocked(h *heldMsg, now time.Time) bool {
 			m.pulls = m.pulls[1:] // the requester is gone
 			continue
 		}
-		if s := &m.table[h.cseq%uint64(len(m.table))]; s.cseq == h.cseq {
+		if s := m.slotLocked(h.cseq); s != nil {
 			s.conn = to
 		}
 		if m.push {
@@ -469,13 +468,13 @@ func (m *jsMember) flushHeldLocked(now time.Time) {
 func (m *jsMember) handle(cseq uint64, clearIt bool, from uint64) (groups.AckHandle, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := &m.table[cseq%uint64(len(m.table))]
-	if s.cseq != cseq || s.conn != from {
+	s := m.slotLocked(cseq)
+	if s == nil || s.conn != from {
 		return groups.AckHandle{}, false
 	}
 	h := s.h
 	if clearIt {
-		*s = ackSlot{}
+		m.clearLocked(s)
 	} else {
 		s.at = time.Now()
 	}
@@ -671,4 +670,39 @@ func (s *Server) pullMembers(cons *jsapi.Consumer) []*jsMember {
 		s.subsMu.Unlock()
 	}
 	return ms
+}
+
+// insertLocked records a delivery in the ack table, overwriting the oldest
+// entry when the ring is full (its ack is then refused as unknown; the
+// group redelivers it after ack_wait). Called with mu.
+func (m *jsMember) insertLocked(s ackSlot) {
+	if m.index == nil {
+		m.index = make(map[uint64]uint32, len(m.table))
+	}
+	m.local++
+	pos := uint32(m.local % uint64(len(m.table)))
+	if old := &m.table[pos]; old.cseq != 0 {
+		delete(m.index, old.cseq)
+	}
+	m.table[pos] = s
+	m.index[s.cseq] = pos
+}
+
+// slotLocked finds the entry of consumer sequence cseq; nil if there is
+// none (acked already, or overwritten). Called with mu.
+func (m *jsMember) slotLocked(cseq uint64) *ackSlot {
+	pos, ok := m.index[cseq]
+	if !ok {
+		return nil
+	}
+	if s := &m.table[pos]; s.cseq == cseq {
+		return s
+	}
+	return nil
+}
+
+// clearLocked removes entry s. Called with mu.
+func (m *jsMember) clearLocked(s *ackSlot) {
+	delete(m.index, s.cseq)
+	*s = ackSlot{}
 }

@@ -128,3 +128,43 @@ func TestPullOneAtATimeThenLeave(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumerSequenceAcrossConnections: a consumer's sequence numbers its
+// deliveries across all its workers' connections: a worker that reconnects
+// (natscli `consumer next` connects anew each time) goes on from where the
+// consumer was, not from 1, and every delivery has its own number.
+func TestConsumerSequenceAcrossConnections(t *testing.T) {
+	r := newJSRig(t)
+	ctx := jsCtx(t)
+	pubJS, _ := jetstream.New(r.connect(t))
+	if _, err := pubJS.CreateOrUpdateConsumer(ctx, "TELEMETRY", jetstream.ConsumerConfig{Durable: "cseq", AckWait: time.Hour,
+		DeliverPolicy: jetstream.DeliverAllPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 4; i++ {
+		if _, err := pubJS.Publish(ctx, fmt.Sprintf("telemetry.dev-%d", i), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seqs []uint64
+	for range 2 { // two connections, one after the other
+		nc := r.connect(t)
+		js, _ := jetstream.New(nc)
+		c, err := js.Consumer(ctx, "TELEMETRY", "cseq")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			m := fetchOne(t, ctx, c, 60*time.Second)
+			if m == nil {
+				t.Fatal("no message")
+			}
+			md, _ := m.Metadata()
+			seqs = append(seqs, md.Sequence.Consumer)
+		}
+		nc.Close()
+	}
+	if fmt.Sprint(seqs) != "[1 2 3 4]" {
+		t.Fatalf("consumer sequences %v, want [1 2 3 4]", seqs)
+	}
+}
