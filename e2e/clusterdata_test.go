@@ -163,8 +163,16 @@ func clusterOf(t testing.TB, extra string) []*node {
 }
 
 // gidOf reads the group instance of a delivery's ack subject: each leader's
-// runner has its own, so it tells which leader delivered.
+// runner has its own, so it tells which leader delivered. Both forms:
+// $EQ.ACK.<gid>.… and $JS.ACK._.edgeq.<stream>.<queue>.<delivered>.<sseq>.
+// <offset>.<ts>.0.<gid>.<member>.<partition> (jetstream.queue_ack_subjects).
 func gidOf(reply string) string {
+	if rest, ok := strings.CutPrefix(reply, "$JS.ACK._.edgeq."); ok {
+		if tok := strings.Split(rest, "."); len(tok) >= 9 {
+			return tok[7]
+		}
+		return reply
+	}
 	rest := strings.TrimPrefix(reply, "$EQ.ACK.")
 	gid, _, _ := strings.Cut(rest, ".")
 	return gid

@@ -104,7 +104,16 @@ type PublishResponse struct {
 
 // handlePublish stores the request body as one message of the device and
 // answers once it is durable. Request headers named Edgeq-H-<Key> are stored
-// as record headers <Key>; Content-Type is kept as well.
+// as record headers <Key>; Content-Type is kept as well (it says what the
+// payload is), except application/x-www-form-urlencoded, which is what curl
+// and other tools send for --data by default, not the sender's word. No other
+// transport header (User-Agent, Accept, Host, Expect, Authorization, ...) is
+// stored.
+//
+// A body announced larger than the limit is refused (413) before it is read:
+// Go's server sends "100 Continue" only when a handler reads the body, so a
+// client that waits for it (curl's default Expect: 100-continue above 1 MiB)
+// never sends the body and gets the 413 instead of a reset connection.
 func (n *Node) handlePublish(w http.ResponseWriter, r *http.Request) {
 	device := r.PathValue("device")
 	if err := wal.ValidateDeviceID(device); err != nil {
@@ -112,17 +121,23 @@ func (n *Node) handlePublish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := int64(n.cfg.NATS.MaxPayload)
+	if r.ContentLength > limit {
+		w.Header().Set("Connection", "close")
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("payload of %d bytes over the limit of %d (nats.max_payload)", r.ContentLength, limit)})
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "read body: " + err.Error()})
 		return
 	}
 	if int64(len(body)) > limit {
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("payload over %d bytes", limit)})
+		w.Header().Set("Connection", "close")
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("payload over %d bytes (nats.max_payload)", limit)})
 		return
 	}
 	rec := &wal.Record{Device: device, Source: "http", Payload: body}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, formContentType) {
 		rec.Headers = append(rec.Headers, wal.Header{Key: "Content-Type", Value: ct})
 	}
 	for k, vs := range r.Header {
@@ -137,6 +152,9 @@ func (n *Node) handlePublish(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, PublishResponse{Node: n.id, Partition: pos.Partition, Offset: pos.Offset, Seq: pos.Seq})
 }
+
+// formContentType is the Content-Type curl sends with --data by default.
+const formContentType = "application/x-www-form-urlencoded"
 
 func publishStatus(err error) int {
 	switch {

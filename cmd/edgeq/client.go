@@ -99,11 +99,8 @@ func runPub(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "edgeq pub: %v\n", err)
 			return 1
 		}
-		var ack struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(msg.Data, &ack) == nil && ack.Error != "" {
-			fmt.Fprintf(stderr, "edgeq pub: refused: %s\n", ack.Error)
+		if refused := pubAckError(msg.Data); refused != "" {
+			fmt.Fprintf(stderr, "edgeq pub: refused: %s\n", refused)
 			return 1
 		}
 		fmt.Fprintf(stdout, "%s\n", msg.Data)
@@ -163,7 +160,7 @@ func runSub(args []string, stdout, stderr io.Writer) int {
 		select {
 		case m := <-msgs:
 			printMsg(stdout, m)
-			if strings.HasPrefix(m.Reply, "$EQ.ACK.") && !*noAck {
+			if (strings.HasPrefix(m.Reply, "$EQ.ACK.") || strings.HasPrefix(m.Reply, "$JS.ACK.")) && !*noAck {
 				if err := m.Ack(); err != nil {
 					fmt.Fprintf(stderr, "edgeq sub: ack: %v\n", err)
 				}
@@ -186,4 +183,28 @@ func printMsg(w io.Writer, m *nats.Msg) {
 		fmt.Fprintf(w, "  %s: %s\n", k, strings.Join(m.Header[k], ", "))
 	}
 	fmt.Fprintf(w, "  %s\n", m.Data)
+}
+
+// pubAckError returns the reason of a refused publish in either shape the
+// node answers with: JetStream's {"error":{"code":..,"description":..}}
+// (JetStream on, the default) or {"error":"..."}; "" for a pub-ack.
+func pubAckError(data []byte) string {
+	var ack struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &ack) != nil || len(ack.Error) == 0 || string(ack.Error) == "null" {
+		return ""
+	}
+	var text string
+	if json.Unmarshal(ack.Error, &text) == nil {
+		return text
+	}
+	var js struct {
+		Code        int    `json:"code"`
+		Description string `json:"description"`
+	}
+	if json.Unmarshal(ack.Error, &js) == nil && js.Description != "" {
+		return fmt.Sprintf("%s (%d)", js.Description, js.Code)
+	}
+	return string(ack.Error)
 }

@@ -214,7 +214,9 @@ type JetStream struct {
 	// QueueAckSubjects gives core queue subscriptions (SUB telemetry.> q)
 	// JetStream-form ack subjects instead of $EQ.ACK ones, so that tools
 	// that only ack JetStream messages (natscli `sub --ack`) and
-	// msg.Metadata() work with them (default false).
+	// msg.Metadata() work with them (default true: an ack is taken only
+	// from the member's own connection whatever its form, so the form is a
+	// matter of which clients understand it; README, JetStream clients).
 	QueueAckSubjects bool `yaml:"queue_ack_subjects"`
 	// InfoVersion, when set, is the whole version announced in NATS INFO
 	// instead of 2.10.0+edgeq.<edgeq's version> (natsserver.InfoVersion),
@@ -392,7 +394,7 @@ func Default() Config {
 		DataDir:         "./edgeq-data",
 		LogLevel:        "info",
 		ShutdownTimeout: 10 * time.Second,
-		JetStream:       JetStream{Enabled: true, Stream: "TELEMETRY", DuplicateWindow: 2 * time.Minute, MaxMsgIDs: 100000, MaxConsumers: 64},
+		JetStream:       JetStream{Enabled: true, Stream: "TELEMETRY", DuplicateWindow: 2 * time.Minute, MaxMsgIDs: 100000, MaxConsumers: 64, QueueAckSubjects: true},
 		NATS: NATS{
 			Listen:                 "127.0.0.1:4222",
 			TelemetryPrefix:        "telemetry",

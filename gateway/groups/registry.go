@@ -55,6 +55,11 @@ type Config struct {
 	// offsets this long, then is removed (default 24h).
 	GroupTTL  time.Duration
 	MaxGroups int
+	// EvictIdle: with MaxGroups reached, a new group takes the place of the
+	// undeclared group that has been without members longest, if that is at
+	// least this long (default 1 minute, at most GroupTTL), so abandoned
+	// groups never lock new subscribers out until a restart.
+	EvictIdle time.Duration
 	// OnGroup, when set, learns of every group started (declared, created
 	// by a subscribe, or learnt from a peer); it runs on its own goroutine.
 	OnGroup func(GroupKey)
@@ -240,8 +245,8 @@ func (r *Registry) ensureGroup(gc GroupConfig) (*group, bool, error) {
 		}
 		return g, false, nil
 	}
-	if len(r.groups) >= r.cfg.MaxGroups {
-		return nil, false, fmt.Errorf("%w (max %d)", ErrTooManyGroups, r.cfg.MaxGroups)
+	if len(r.groups) >= r.cfg.MaxGroups && !r.evictIdleLocked(time.Now()) {
+		return nil, false, fmt.Errorf("%w (max %d; none has been without members for %v)", ErrTooManyGroups, r.cfg.MaxGroups, r.evictIdle())
 	}
 	match, err := newDeviceMatcher(gc.Key.Filter, r.cfg.TelemetryPrefix)
 	if err != nil {

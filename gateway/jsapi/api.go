@@ -104,7 +104,13 @@ type Consumer struct {
 	Ephemeral bool
 
 	active time.Time // last sign of use; guarded by Service.mu
+	seq    atomic.Uint64
 }
+
+// NextSeq numbers a delivery of the consumer: consumer sequences grow across
+// all its members and their connections (a reconnecting worker does not
+// start again at 1). They start again at 1 when the node restarts.
+func (c *Consumer) NextSeq() uint64 { return c.seq.Add(1) }
 
 // NewService returns the API over l and reg.
 func NewService(cfg Config, l *wal.Log, reg Registry) *Service {
@@ -141,6 +147,7 @@ const (
 	CodeMaxConsumers     = 10026
 	CodeStreamNotFound   = 10059
 	CodeStreamMismatch   = 10060
+	CodeStoreFailed      = 10077 // JSStreamStoreFailedF: the log refused the append
 	CodeWrongLastMsgID   = 10070
 	CodeWrongLastSeq     = 10071
 	CodeFilterMismatch   = 10131 // JSConsumerCreateFilterSubjectMismatchErr

@@ -39,7 +39,10 @@ func parseFrame(b []byte, lim *Limits) (op Op, n, need int, err error) {
 	if b[end] != '\r' || b[end+1] != '\n' {
 		return Op{}, 0, 0, opError(ErrPayloadTerminator, b[:lf])
 	}
-	if op.Kind == OpHPub {
+	if op.Kind == OpHPub && hdr > 0 {
+		// A header block of length 0 (nats.js's js.publish without options
+		// sends "HPUB subj reply 0 N") is no headers, as in nats-server:
+		// Header stays nil.
 		split := start + hdr
 		op.Header = b[start:split:split]
 		start = split

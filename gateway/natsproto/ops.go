@@ -52,6 +52,8 @@ type Op struct {
 	// as in nats-server.
 	Max int64
 	// Header: HPUB header block as sent, "NATS/1.0...\r\n\r\n"; see ParseHeader.
+	// Nil for PUB and for an HPUB whose header size is 0, which nats-server
+	// (and so every client) takes as a message without headers.
 	Header []byte
 	// Payload: PUB/HPUB message body, without headers or trailing CRLF.
 	// Empty but not nil for a zero-length body.

@@ -27,7 +27,11 @@ func TestParserOps(t *testing.T) {
 		{"pub binary payload", "PUB a 3\r\n\x00\xff\n\r\n", []string{`PUB subject="a" payload="\x00\xff\n"`}},
 		{"hpub", "HPUB foo 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", []string{`HPUB subject="foo" header="NATS/1.0\r\n\r\n" payload="hi"`}},
 		{"hpub reply empty payload", "hpub foo r 12 12\r\nNATS/1.0\r\n\r\n\r\n", []string{`HPUB subject="foo" reply="r" header="NATS/1.0\r\n\r\n" payload=""`}},
-		{"hpub zero header", "HPUB foo 0 2\r\nhi\r\n", []string{`HPUB subject="foo" header="" payload="hi"`}},
+		// A header size of 0 is no headers, as in nats-server: Header stays nil.
+		{"hpub zero header", "HPUB foo 0 2\r\nhi\r\n", []string{`HPUB subject="foo" payload="hi"`}},
+		{"hpub zero header as nats.js publishes to JetStream", "HPUB telemetry.d1 _INBOX.abc.1 0 5\r\nhello\r\n",
+			[]string{`HPUB subject="telemetry.d1" reply="_INBOX.abc.1" payload="hello"`}},
+		{"hpub zero header empty payload", "HPUB foo 0 0\r\n\r\n", []string{`HPUB subject="foo" payload=""`}},
 		{"sub", "SUB foo 1\r\n", []string{`SUB subject="foo" sid="1"`}},
 		{"sub queue", "sub telemetry.> workers 22\n", []string{`SUB subject="telemetry.>" queue="workers" sid="22"`}},
 		{"unsub", "UNSUB 1\r\n", []string{`UNSUB sid="1"`}},

@@ -29,6 +29,9 @@ func validFrames(t testing.TB) [][]byte {
 		"PUB a 4\r\n\r\n\r\n\r\n",
 		"PUB big " + fmt.Sprint(600) + "\r\n" + strings.Repeat("x", 600) + "\r\n",
 		"PUB mid 300\r\n" + strings.Repeat("y", 300) + "\r\n",
+		// nats.js's JetStream publish without options: a header block of length 0.
+		"HPUB telemetry.dev-4 _INBOX.js.1 0 10\r\n{\"t\":21.5}\r\n",
+		"HPUB x 0 0\r\n\r\n",
 	}
 	out := make([][]byte, 0, len(frames)+3)
 	for _, f := range frames {
@@ -168,4 +171,24 @@ func TestScratchBeyondRetainIsReleased(t *testing.T) {
 			t.Errorf("scratch %d keeps %d bytes after the big frame, retain is %d", i, cap(s), splitLimits.ScratchRetain)
 		}
 	}
+}
+
+// TestEmptyHeaderBlockSplitAtEveryOffset: nats.js publishes to JetStream
+// without options as "HPUB subj reply 0 N". Cut anywhere, it parses to an
+// HPUB with no header block (Header nil), as nats-server takes it, between
+// two ordinary frames.
+func TestEmptyHeaderBlockSplitAtEveryOffset(t *testing.T) {
+	stream := []byte("PING\r\nHPUB telemetry.js-1 _INBOX.Qx.7 0 10\r\n{\"t\":21.5}\r\nHPUB x 0 0\r\n\r\nPONG\r\n")
+	want := parseResult{ops: []string{
+		"PING",
+		`HPUB subject="telemetry.js-1" reply="_INBOX.Qx.7" payload="{\"t\":21.5}"`,
+		`HPUB subject="x" payload=""`,
+		"PONG",
+	}}
+	for i := 0; i <= len(stream); i++ {
+		for j := i; j <= len(stream); j++ {
+			sameResult(t, fmt.Sprintf("cut at %d,%d", i, j), want, parseChunks(t, splitLimits, cutAt(stream, i, j)))
+		}
+	}
+	sameResult(t, "byte by byte", want, parseChunks(t, splitLimits, byteByByte(stream)))
 }

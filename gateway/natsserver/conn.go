@@ -33,7 +33,8 @@ type conn struct {
 	pingsOn atomic.Int32
 
 	subs      map[string]*sub      // by sid; guarded by Server.subsMu; bound: cfg.MaxSubscriptions
-	members   map[string]*sub      // queue subscriptions by group member ID; guarded by Server.subsMu; bound: as subs
+	members   map[string]*sub      // queue subscriptions by group member ID, retired ones too; guarded by Server.subsMu; bound: as subs
+	retired   int                  // members unsubscribed but still holding messages; guarded by Server.subsMu; they count against cfg.MaxSubscriptions
 	memberSeq uint64               // reader goroutine only
 	jsMembers map[string]*jsMember // pull-consumer members by consumer name; guarded by Server.subsMu; bound: cfg.MaxSubscriptions
 
@@ -60,6 +61,14 @@ type sub struct {
 
 	max       atomic.Int64 // auto-unsubscribe after this many messages (0: none)
 	delivered atomic.Int64
+
+	// A queue member's deliveries and final answers (ack, nak, term) from
+	// its connection: after an UNSUB the member is retired, not gone, while
+	// sent > answered (see retire).
+	sent, answered atomic.Int64
+	retired        bool        // unsubscribed, still answering; guarded by Server.subsMu
+	left           atomic.Bool // Leave was called
+	retireTimer    *time.Timer // guarded by Server.subsMu
 }
 
 func newConn(s *Server, id uint64, nc net.Conn) *conn {
@@ -248,6 +257,9 @@ func (c *conn) reserve(size int) bool {
 func (c *conn) sent(sb *sub, payload int) {
 	c.s.stats.OutMsgs.Add(1)
 	c.s.stats.OutBytes.Add(uint64(payload))
+	if sb.group.Queue != "" { // set before Join; isMem only after it
+		sb.sent.Add(1)
+	}
 	if max := sb.max.Load(); max > 0 && sb.delivered.Add(1) >= max {
 		// Auto-unsubscribe reached: leave outside this call (a queue group
 		// may be calling us).
@@ -341,8 +353,18 @@ func (c *conn) finishClose(reason CloseReason, detail string, errText error) {
 func (c *conn) cleanup() {
 	c.s.subsMu.Lock()
 	subs := c.subs
+	for _, sb := range c.members {
+		if sb.retired {
+			sb.retired = false
+			if sb.retireTimer != nil {
+				sb.retireTimer.Stop()
+			}
+			subs["retired "+string(sb.groupMember)] = sb
+		}
+	}
 	c.subs = map[string]*sub{}
 	c.members = map[string]*sub{}
+	c.retired = 0
 	jsm := make([]*jsMember, 0, len(c.jsMembers))
 	for _, m := range c.jsMembers {
 		jsm = append(jsm, m)

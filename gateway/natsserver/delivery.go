@@ -202,7 +202,16 @@ func (c *conn) ackMember(h groups.AckHandle, member, payload []byte) error {
 		return errNotYourAck
 	}
 	h.Member = sb.groupMember
-	return c.s.queues.Ack(groups.Ack{Handle: h, Kind: kind, Delay: delay})
+	err = c.s.queues.Ack(groups.Ack{Handle: h, Kind: kind, Delay: delay})
+	if kind != groups.AckInProgress && sb.answered.Add(1) >= sb.sent.Load() {
+		c.s.subsMu.Lock()
+		retired := sb.retired
+		c.s.subsMu.Unlock()
+		if retired {
+			c.s.endRetired(sb) // it answered for all it held: leave now
+		}
+	}
+	return err
 }
 
 // Deliver makes a subscription a groups.Member (queue groups, live tail):

@@ -91,11 +91,16 @@ type jsMember struct {
 	wake    chan struct{}
 	stop    chan struct{}
 
+	// creditMu orders credit changes: a credit is computed and sent to the
+	// group under it, so a stale (higher) figure never overtakes a lower one.
+	creditMu sync.Mutex
+
 	mu     sync.Mutex
 	pulls  []*pull // bound: maxPullsPerMember
 	held   []heldMsg
-	table  []ackSlot // ring by cseq; bound: maxAckTable
-	cseq   uint64
+	table  []ackSlot         // ring in delivery order; bound: maxAckTable
+	index  map[uint64]uint32 // consumer sequence -> place in table; bound: len(table)
+	local  uint64            // deliveries to this member
 	credit int
 	closed bool
 	hdr    []byte    // scratch, under mu
@@ -239,6 +244,8 @@ func (m *jsMember) housekeep(now time.Time) {
 		left, bytes int
 	}
 	var out []status
+	m.creditMu.Lock()
+	defer m.creditMu.Unlock()
 	m.mu.Lock()
 	// Requesters that stopped listening (an unsubscribed inbox) are
 	// forgotten; a push consumer looks at its deliver subject.
@@ -273,14 +280,17 @@ func (m *jsMember) housekeep(now time.Time) {
 		m.held = m.held[1:]
 	}
 	m.flushHeldLocked(now)
-	want := 0
-	for _, p := range m.pulls {
-		want += p.left
-	}
 	var release []groups.AckHandle
 	if !m.push && len(m.pulls) == 0 && m.s.draining.Load() && now.Sub(m.active) >= drainIdle {
 		release = m.releaseUnackedLocked(release) // a stopped worker
 	}
+	if !m.push && len(m.pulls) == 0 && len(m.held) > 0 && now.Sub(m.held[0].at) >= heldGrace {
+		// A message that came as the last pull ended (credit follows pulls
+		// a moment late) goes back to the group for a member that pulls,
+		// instead of waiting out its ack_wait here.
+		release = m.releaseHeldLocked(release)
+	}
+	want := m.pullCreditLocked(now)
 	if m.push {
 		// Credit only while someone listens on the deliver subject; what
 		// came after the last one left goes back to the group at once (a
@@ -292,25 +302,21 @@ func (m *jsMember) housekeep(now time.Time) {
 		if !interest {
 			release = m.releaseHeldLocked(release)
 		}
+		want = min(want+m.unackedLocked(now), m.maxAck)
 	}
-	cut := now.Add(-m.ackWait)
-	for i := range m.table {
-		if s := &m.table[i]; s.cseq != 0 && s.at.After(cut) {
-			want++
-		}
-	}
-	want = min(want, m.maxAck)
 	change := want != m.credit
 	m.credit = want
 	m.mu.Unlock()
+	if change {
+		// Before the statuses: a requester told 408 must not get a message
+		// the group sent meanwhile on the old credit.
+		_ = m.s.queues.SetCredit(m.cons.Key, m.id, want)
+	}
 	for _, s := range out {
 		m.s.sendStatus(s.reply, s.code, s.desc, s.left, s.bytes)
 	}
 	for _, h := range release {
 		_ = m.s.queues.Ack(groups.Ack{Handle: h, Kind: groups.AckNak})
-	}
-	if change {
-		_ = m.s.queues.SetCredit(m.cons.Key, m.id, want)
 	}
 	if want > 0 && m.cons.Expires() {
 		m.s.cfg.JetStream.Touch(m.cons, now)
@@ -327,22 +333,67 @@ func (m *jsMember) releaseUnackedLocked(hs []groups.AckHandle) []groups.AckHandl
 			h := s.h
 			h.Member = m.gid
 			hs = append(hs, h)
-			*s = ackSlot{}
+			m.clearLocked(s)
 		}
 	}
 	return hs
+}
+
+// heldGrace is how long a pull member keeps a message that came with no
+// pull outstanding before handing it back to the group.
+const heldGrace = 250 * time.Millisecond
+
+// pullCreditLocked is a pull member's credit: what its pull requests still
+// ask for plus what it holds unacknowledged, at most max_ack_pending. A
+// member that stopped pulling has no credit once it acked everything, so
+// the group gives the next message to a member that pulls. Called with mu.
+func (m *jsMember) pullCreditLocked(now time.Time) int {
+	want := 0
+	for _, p := range m.pulls {
+		want += p.left
+	}
+	return min(want+m.unackedLocked(now), m.maxAck)
+}
+
+// unackedLocked counts the deliveries within their ack_wait. Called with mu.
+func (m *jsMember) unackedLocked(now time.Time) int {
+	n := 0
+	cut := now.Add(-m.ackWait)
+	for i := range m.table {
+		if s := &m.table[i]; s.cseq != 0 && s.at.After(cut) {
+			n++
+		}
+	}
+	return n
+}
+
+// lowerCredit lowers a pull member's credit at once when an answer freed
+// some and no pull asks for it, before the answer reaches the group: the
+// group would otherwise hand the freed credit's next message to a member
+// that no longer pulls (it would wait there for a pull or its ack_wait).
+// The caller holds creditMu until it has passed the answer on.
+func (m *jsMember) lowerCredit(now time.Time) {
+	m.mu.Lock()
+	want := m.pullCreditLocked(now)
+	lower := want < m.credit
+	if lower {
+		m.credit = want
+	}
+	m.mu.Unlock()
+	if lower {
+		_ = m.s.queues.SetCredit(m.cons.Key, m.id, want)
+	}
 }
 
 // releaseHeldLocked empties the held messages and returns their handles
 // (to be nak'd, so that they go to the group again). Called with mu.
 func (m *jsMember) releaseHeldLocked(hs []groups.AckHandle) []groups.AckHandle {
 	for i := range m.held {
-		s := &m.table[m.held[i].cseq%uint64(len(m.table))]
-		if s.cseq == m.held[i].cseq {
+		if s := m.slotLocked(m.held[i].cseq); s != nil {
 			h := s.h
 			h.Member = m.gid
 			hs = append(hs, h)
-			*s = ackSlot{}
+			m.clearLocked(s)
 		}
 		m.held[i] = heldMsg{}
 	}
@@ -361,14 +412,13 @@ func (m *jsMember) Deliver(d *groups.Delivery) bool {
 	if m.closed {
 		return false
 	}
-	m.cseq++
-	slot := &m.table[m.cseq%uint64(len(m.table))]
-	*slot = ackSlot{cseq: m.cseq, at: now, h: d.Ack}
+	cseq := m.cons.NextSeq()
+	m.insertLocked(ackSlot{cseq: cseq, at: now, h: d.Ack})
 	meta := jsapi.AckMeta{Stream: m.s.cfg.JetStream.Stream(), Consumer: m.cons.Name, Delivered: d.Deliveries,
-		StreamSeq: jsapi.StreamSeq(d.Partition, d.Offset), ConsumerSeq: m.cseq, Time: rec.Time}
+		StreamSeq: jsapi.StreamSeq(d.Partition, d.Offset), ConsumerSeq: cseq, Time: rec.Time}
 	reply := string(jsapi.AppendAckSubject(nil, &meta))
 	m.hdr = appendDeliveryHeader(m.hdr[:0], d)
-	h := heldMsg{cseq: m.cseq, subject: m.s.cfg.TelemetryPrefix + "." + rec.Device, reply: reply, at: now,
+	h := heldMsg{cseq: cseq, subject: m.s.cfg.TelemetryPrefix + "." + rec.Device, reply: reply, at: now,
 		hdr: bytes.Clone(m.hdr), payload: bytes.Clone(rec.Payload)}
 	if !m.sendLocked(&h, now) {
 		if len(m.held) >= max(m.maxAck, 1) {
@@ -410,7 +460,7 @@ func (m *jsMember) sendLocked(h *heldMsg, now time.Time) bool {
 			m.pulls = m.pulls[1:] // the requester is gone
 			continue
 		}
-		if s := &m.table[h.cseq%uint64(len(m.table))]; s.cseq == h.cseq {
+		if s := m.slotLocked(h.cseq); s != nil {
 			s.conn = to
 		}
 		if m.push {
@@ -445,14 +495,14 @@ func (m *jsMember) flushHeldLocked(now time.Time) {
 func (m *jsMember) handle(cseq uint64, clearIt bool, from uint64) (groups.AckHandle, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := &m.table[cseq%uint64(len(m.table))]
-	if s.cseq != cseq || s.conn != from {
+	s := m.slotLocked(cseq)
+	if s == nil || s.conn != from {
 		return groups.AckHandle{}, false
 	}
 	h := s.h
 	m.active = time.Now()
 	if clearIt {
-		*s = ackSlot{}
+		m.clearLocked(s)
 	} else {
 		s.at = m.active
 	}
@@ -487,7 +537,17 @@ func (c *conn) handleJSAck(subject, reply, payload []byte) error {
 		c.s.stats.ForeignAcks.Add(1)
 		return errNotYourAck
 	}
-	h, ok := m.handle(meta.ConsumerSeq, kind != groups.AckInProgress, c.id)
+	final := kind != groups.AckInProgress
+	if final && !m.push {
+		m.creditMu.Lock()
+	}
+	h, ok := m.handle(meta.ConsumerSeq, final, c.id)
+	if ok && final && !m.push {
+		m.lowerCredit(time.Now())
+	}
+	if final && !m.push {
+		defer m.creditMu.Unlock()
+	}
 	if !ok && m.push {
 		c.s.stats.ForeignAcks.Add(1)
 		return errNotYourAck
@@ -638,4 +698,39 @@ func (s *Server) pullMembers(cons *jsapi.Consumer) []*jsMember {
 		s.subsMu.Unlock()
 	}
 	return ms
+}
+
+// insertLocked records a delivery in the ack table, overwriting the oldest
+// entry when the ring is full (its ack is then refused as unknown; the
+// group redelivers it after ack_wait). Called with mu.
+func (m *jsMember) insertLocked(s ackSlot) {
+	if m.index == nil {
+		m.index = make(map[uint64]uint32, len(m.table))
+	}
+	m.local++
+	pos := uint32(m.local % uint64(len(m.table)))
+	if old := &m.table[pos]; old.cseq != 0 {
+		delete(m.index, old.cseq)
+	}
+	m.table[pos] = s
+	m.index[s.cseq] = pos
+}
+
+// slotLocked finds the entry of consumer sequence cseq; nil if there is
+// none (acked already, or overwritten). Called with mu.
+func (m *jsMember) slotLocked(cseq uint64) *ackSlot {
+	pos, ok := m.index[cseq]
+	if !ok {
+		return nil
+	}
+	if s := &m.table[pos]; s.cseq == cseq {
+		return s
+	}
+	return nil
+}
+
+// clearLocked removes entry s. Called with mu.
+func (m *jsMember) clearLocked(s *ackSlot) {
+	delete(m.index, s.cseq)
+	*s = ackSlot{}
 }

@@ -86,7 +86,7 @@ func (c *conn) handleSub(op *natsproto.Op) {
 	sid := string(op.SID)
 	c.s.subsMu.Lock()
 	_, dup := c.subs[sid]
-	n := len(c.subs)
+	n := len(c.subs) + c.retired
 	c.s.subsMu.Unlock()
 	if dup {
 		return // nats-server ignores a repeated sid
@@ -154,28 +154,75 @@ func (c *conn) handleUnsub(op *natsproto.Op) {
 // autoUnsub removes a subscription that reached its UNSUB max.
 func (s *Server) autoUnsub(sb *sub) { s.removeSub(sb) }
 
+// removeSub ends a subscription on UNSUB (or its auto-unsubscribe max). A
+// queue member that still holds messages is retired rather than removed:
+// it gets nothing more, but its connection may still answer for what it
+// holds, as a JetStream client may ack after unsubscribing (natscli
+// `sub --ack --count N` sends UNSUB before acking the last message). It
+// leaves its group once it has answered for everything it was sent, when
+// its connection closes, or after the group's ack_wait (by then what it
+// held goes to other members anyway), whichever comes first.
 func (s *Server) removeSub(sb *sub) {
 	s.subsMu.Lock()
 	cur, ok := sb.c.subs[sb.sid]
+	retire := false
 	if ok && cur == sb {
 		delete(sb.c.subs, sb.sid)
 		if sb.isMem {
-			delete(sb.c.members, string(sb.groupMember))
+			if sb.sent.Load() > sb.answered.Load() {
+				retire, sb.retired = true, true
+				sb.c.retired++
+			} else {
+				delete(sb.c.members, string(sb.groupMember))
+			}
 		}
 	}
 	s.subsMu.Unlock()
-	if ok && cur == sb {
+	switch {
+	case !ok || cur != sb:
+	case retire:
+		s.subs.remove(sb)
+		if err := s.queues.SetCredit(sb.group, sb.member, 0); err != nil {
+			s.logger.Debug("pausing an unsubscribed member", "client", sb.c.id, "sid", sb.sid, "err", err)
+		}
+		s.subsMu.Lock()
+		if sb.retired { // not already answered for everything
+			sb.retireTimer = time.AfterFunc(s.queues.AckWait(sb.group), func() { s.endRetired(sb) })
+		}
+		s.subsMu.Unlock()
+		if sb.sent.Load() <= sb.answered.Load() {
+			s.endRetired(sb)
+		}
+	default:
 		s.dropSub(sb)
 	}
 }
 
-// dropSub detaches a subscription from core routing, its group and the tail.
+// endRetired removes a retired member from its connection and its group.
+func (s *Server) endRetired(sb *sub) {
+	s.subsMu.Lock()
+	if sb.retired {
+		sb.retired = false
+		sb.c.retired--
+		if sb.c.members[string(sb.groupMember)] == sb {
+			delete(sb.c.members, string(sb.groupMember))
+		}
+		if sb.retireTimer != nil {
+			sb.retireTimer.Stop()
+		}
+	}
+	s.subsMu.Unlock()
+	s.dropSub(sb)
+}
+
+// dropSub detaches a subscription from core routing, its group and the
+// tail. A member leaves its group once.
 func (s *Server) dropSub(sb *sub) {
 	s.subs.remove(sb)
 	if sb.untail != nil {
 		sb.untail()
 	}
-	if sb.isMem {
+	if sb.isMem && sb.left.CompareAndSwap(false, true) {
 		s.queues.Leave(sb.group, sb.member)
 	}
 }
@@ -275,40 +322,39 @@ func (c *conn) handleRdy(sid string, payload []byte) {
 }
 
 // ingest stores a telemetry publish and answers its reply subject once the
-// record is durable.
+// record is durable. With JetStream on, the log is a stream over every
+// telemetry subject, so a refused publish is answered in JetStream's error
+// shape ({"error":{"code":..,"err_code":..,"description":..}}, as
+// nats-server answers) and JetStream clients report its description; with
+// JetStream off it is {"error":"..."}.
 func (c *conn) ingest(op *natsproto.Op) {
 	device := string(op.Subject[len(c.s.cfg.TelemetryPrefix)+1:])
 	reply := string(op.Reply)
 	js := c.s.cfg.JetStream
-	jsPub := false // the publish carries JetStream headers: answer errors in JetStream's shape
-	var jsErr *jsapi.APIError
-	fail := func(err error) {
+	refuse := func(e *jsapi.APIError) {
 		c.s.stats.IngestErrors.Add(1)
 		if reply != "" {
-			if jsPub {
-				c.s.publishCore(nil, reply, "", nil, appendJSAckError(nil, jsErr, err))
+			if js != nil {
+				c.s.publishCore(nil, reply, "", nil, appendJSAckError(nil, e, nil))
 				return
 			}
-			c.s.publishCore(nil, reply, "", nil, appendAckError(nil, err))
+			c.s.publishCore(nil, reply, "", nil, appendAckError(nil, errors.New(e.Description)))
 			return
 		}
 		// Without a reply the client hears of it as a (non-fatal) -ERR; nats
 		// clients keep the connection for permission errors only.
-		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q: %v", string(op.Subject), err))
+		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q: %s", string(op.Subject), e.Description))
 	}
 	var msgID string
-	if js != nil && op.Kind == natsproto.OpHPub && bytes.Contains(op.Header, []byte("Nats-")) {
+	if js != nil && bytes.Contains(op.Header, []byte("Nats-")) {
 		if h, err := natsproto.ParseHeader(op.Header, natsproto.DefaultHeaderLimits()); err == nil {
-			jsPub = true
 			if v, ok := h.Get("Nats-Expected-Stream"); ok && string(v) != js.Stream() {
-				jsErr = jsapi.Err(400, jsapi.CodeStreamMismatch, "expected stream does not match")
-				fail(errors.New(jsErr.Description))
+				refuse(jsapi.Err(400, jsapi.CodeStreamMismatch, "expected stream does not match"))
 				return
 			}
 			for _, k := range []string{"Nats-Expected-Last-Sequence", "Nats-Expected-Last-Subject-Sequence", "Nats-Expected-Last-Msg-Id"} {
 				if _, ok := h.Get(k); ok {
-					jsErr = jsapi.Err(400, jsapi.CodeBadRequest, "edgeq: %s is not supported (the stream is a partitioned log)", k)
-					fail(errors.New(jsErr.Description))
+					refuse(jsapi.Err(400, jsapi.CodeBadRequest, "edgeq: %s is not supported (the stream is a partitioned log)", k))
 					return
 				}
 			}
@@ -319,22 +365,23 @@ func (c *conn) ingest(op *natsproto.Op) {
 	}
 	if err := wal.ValidateDeviceID(device); err != nil {
 		c.s.stats.BadDevice.Add(1)
-		fail(err)
+		refuse(jsapi.Err(400, jsapi.CodeBadRequest, "edgeq: subject %s: %v (publish to %s.<device>, the device ID one token of 1-%d bytes)",
+			op.Subject, err, c.s.cfg.TelemetryPrefix, wal.MaxDeviceIDLen))
 		return
 	}
 	rec := &wal.Record{Device: device, Source: "nats", Payload: bytes.Clone(op.Payload)}
 	if rec.Payload == nil {
 		rec.Payload = []byte{}
 	}
-	if op.Kind == natsproto.OpHPub {
+	if len(op.Header) > 0 { // nil for PUB and for HPUB with a header size of 0
 		h, err := natsproto.ParseHeader(op.Header, natsproto.DefaultHeaderLimits())
 		if err != nil {
-			fail(fmt.Errorf("bad header block: %w", err))
+			refuse(jsapi.Err(400, jsapi.CodeBadRequest, "edgeq: bad header block: %v", err))
 			return
 		}
 		for k, v := range h.All() {
 			if len(rec.Headers) >= wal.MaxHeaders {
-				fail(fmt.Errorf("more than %d headers", wal.MaxHeaders))
+				refuse(jsapi.Err(400, jsapi.CodeBadRequest, "edgeq: more than %d headers", wal.MaxHeaders))
 				return
 			}
 			rec.Headers = append(rec.Headers, wal.Header{Key: string(k), Value: string(v)})
@@ -372,8 +419,8 @@ func (c *conn) ingest(op *natsproto.Op) {
 			}
 			s.stats.IngestErrors.Add(1)
 			if reply != "" {
-				if jsPub {
-					s.publishCore(nil, reply, "", nil, appendJSAckError(nil, nil, err))
+				if js != nil {
+					s.publishCore(nil, reply, "", nil, appendJSAckError(nil, jsapi.Err(503, jsapi.CodeStoreFailed, "%v", err), nil))
 				} else {
 					s.publishCore(nil, reply, "", nil, appendAckError(nil, err))
 				}

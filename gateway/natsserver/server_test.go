@@ -42,6 +42,12 @@ func newRig(t *testing.T, mutate func(*Config)) *rig {
 // newRigWith is newRig with a mutate that sees the log and registry.
 func newRigWith(t *testing.T, mutate func(*rig, *Config)) *rig {
 	t.Helper()
+	return newRigAckWait(t, 500*time.Millisecond, mutate)
+}
+
+// newRigAckWait is newRigWith with the groups' ack_wait.
+func newRigAckWait(t *testing.T, ackWait time.Duration, mutate func(*rig, *Config)) *rig {
+	t.Helper()
 	o := wal.DefaultOptions()
 	o.Partitions, o.HotPartitions = 2, 1
 	o.FsyncInterval = time.Millisecond
@@ -51,7 +57,7 @@ func newRigWith(t *testing.T, mutate func(*rig, *Config)) *rig {
 	}
 	qc := queue.DefaultConfig()
 	qc.Deliver = queue.DeliverAll
-	qc.AckWait = 500 * time.Millisecond
+	qc.AckWait = ackWait
 	r := &rig{log: l}
 	r.reg = groups.NewRegistry(groups.Config{Node: "n1", TelemetryPrefix: "telemetry", Defaults: qc, GroupTTL: time.Hour, MaxGroups: 8,
 		DeadLetters: func(q string, d *groups.Delivery, reason string) { r.s.PublishDeadLetter(q, d, reason) }}, l, quiet())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -320,9 +321,17 @@ func (c *conn) shut() {
 }
 
 // cleanup leaves the group: what the connection held goes to other members.
+// An #ephemeral channel goes with its last consumer, as in nsqd (on a
+// standalone node; in a cluster other nodes know the group, and group_ttl
+// removes it).
 func (c *conn) cleanup() {
 	if c.joined {
 		c.s.queues.Leave(c.group, c.member)
+		if strings.HasSuffix(c.group.Queue, "#ephemeral") {
+			if err := c.s.queues.Remove(c.group, func(groups.Member) bool { return false }); err == nil {
+				c.s.logger.Debug("ephemeral channel removed with its last consumer", "channel", c.group.Queue)
+			}
+		}
 	}
 	c.mu.Lock()
 	c.inflight = map[uint64]entry{}

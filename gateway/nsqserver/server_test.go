@@ -487,3 +487,46 @@ func TestGarbage(t *testing.T) {
 	}
 	waitFor(t, func() bool { return r.s.stats.Connections.Load() == 1 })
 }
+
+// TestEphemeralChannelGoesWithLastConsumer: as in nsqd, a channel named
+// "<name>#ephemeral" (nsq_tail without --channel) is removed when its last
+// consumer disconnects, instead of pinning retention for group_ttl; an
+// ordinary channel stays.
+func TestEphemeralChannelGoesWithLastConsumer(t *testing.T) {
+	r := newRig(t, nil)
+	has := func(queue string) bool {
+		for _, g := range r.reg.Stats() {
+			if g.Key.Queue == queue {
+				return true
+			}
+		}
+		return false
+	}
+	consume := func(channel string) *nsq.Consumer {
+		c, err := nsq.NewConsumer("telemetry", channel, nsqConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetLogger(nil, nsq.LogLevelError)
+		c.AddHandler(nsq.HandlerFunc(func(*nsq.Message) error { return nil }))
+		if err := c.ConnectToNSQD(r.addr); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	tail1, tail2, work := consume("tail#ephemeral"), consume("tail#ephemeral"), consume("work")
+	waitFor(t, func() bool { return has("tail#ephemeral") && has("work") })
+	tail1.Stop()
+	<-tail1.StopChan
+	if !has("tail#ephemeral") {
+		t.Fatal("the ephemeral channel went while a consumer was left")
+	}
+	tail2.Stop()
+	work.Stop()
+	<-tail2.StopChan
+	<-work.StopChan
+	waitFor(t, func() bool { return !has("tail#ephemeral") })
+	if !has("work") {
+		t.Fatal("an ordinary channel went with its last consumer")
+	}
+}
