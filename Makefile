@@ -11,7 +11,7 @@ export CGO_ENABLED = 0
 # Tools the tests run (the nats CLI) are installed with go install.
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: help build run test test-deps unit fuzz lint cross bench bench-peers package firmware-test clean powercut soak wamp
+.PHONY: help build run test test-deps unit fuzz lint cross bench bench-peers package firmware-test systemd-test clean powercut soak wamp
 
 help:
 	@echo "make build   build bin/edgeq for this machine"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench   benchmarks (figures for the issue notes)"
 	@echo "make bench-peers  edgeq against JetStream, core NATS and raw tidwall/wal, side by side (not in CI)"
 	@echo "make lint    gofmt and go vet"
+	@echo "make systemd-test  the amd64 .deb installed in a chroot, booted under systemd (root; scripts/systemd-test.sh)"
 	@echo "make powercut ROUNDS=N [SEED=S]  the power-cut series (FUSE, root) with N rounds"
 	@echo "make soak SOAK=1h RATE=2000  a node under steady load; fails on growth or loss (CI: SOAK=2m)"
 	@echo "make wamp WAMP=20s  write amplification: bytes written per payload byte (not in CI)"
@@ -68,6 +69,15 @@ FORCE:
 package: $(BIN)/edgeq-linux-arm64 $(BIN)/edgeq-linux-armv7
 	scripts/package.sh $(BIN)/edgeq-linux-arm64 arm64 $(VERSION) dist
 	scripts/package.sh $(BIN)/edgeq-linux-armv7 armv7 $(VERSION) dist
+
+# The amd64 .deb (same files, scripts and unit as arm64's: see
+# packaging/arch_test.go) installed in a Debian chroot as an image build
+# does, booted with systemd-nspawn and checked (scripts/systemd-test.sh);
+# root. SYSTEMD_TEST_DEB=path checks another package instead.
+systemd-test: $(BIN)/edgeq-linux-amd64
+	@rm -rf $(BIN)/systemd-test
+	scripts/package.sh $(BIN)/edgeq-linux-amd64 amd64 $(VERSION) $(BIN)/systemd-test >/dev/null
+	scripts/systemd-test.sh $${SYSTEMD_TEST_DEB:-$$(ls $(BIN)/systemd-test/edgeq_*_amd64.deb)}
 
 # The arm binaries under qemu-user against real mosquitto, pty sensors and a
 # host NATS worker; footprint budgets.

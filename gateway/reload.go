@@ -116,3 +116,20 @@ func needRestart(a, b config.Config) []string {
 	}
 	return out
 }
+
+// CheckConfig reports what a reload would refuse in cfg beyond what
+// config.Load validates: TLS certificate, key and CA files that do not load.
+// `edgeq run --check` runs it so that `systemctl reload` fails, with the
+// reason, before the running node is asked.
+func CheckConfig(cfg config.Config) error {
+	var errs []error
+	for _, l := range []struct {
+		key string
+		tls config.TLS
+	}{{"nats.tls", cfg.NATS.TLS}, {"http.tls", cfg.HTTP.TLS}} {
+		if _, err := loadTLS(l.key, l.tls); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -15,6 +15,10 @@ command -v curl >/dev/null || need+=(curl)
 command -v dpkg-deb >/dev/null || need+=(dpkg)
 command -v systemd-analyze >/dev/null || need+=(systemd) # unit verify and security score
 command -v openssl >/dev/null || need+=(openssl)         # scripts/bench-tls.sh
+# make systemd-test: a Debian root file system booted under systemd-nspawn.
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v systemd-nspawn >/dev/null || need+=(systemd-container)
+command -v nsenter >/dev/null || need+=(util-linux)
 # mDNS interop tests run avahi (as Raspberry Pi OS does) inside namespaces.
 command -v avahi-daemon >/dev/null || need+=(avahi-daemon)
 command -v avahi-browse >/dev/null || need+=(avahi-utils)

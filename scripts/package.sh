@@ -11,10 +11,8 @@ case $arch in
   amd64) deb_arch=amd64 ;;
   *) echo "unknown arch $arch" >&2; exit 2 ;;
 esac
-# Debian versions start with a digit: v1.2.3 → 1.2.3, a commit → 0.0~git<commit>.
-deb_version=${version#v}
-case $deb_version in [0-9]*) ;; *) deb_version="0.0~git${deb_version}" ;; esac
-deb_version=$(printf '%s' "$deb_version" | tr -c 'A-Za-z0-9.+~\n' '~')
+# A Debian version that sorts (scripts/deb-version.sh says how).
+deb_version=$(scripts/deb-version.sh "$version")
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -45,7 +43,7 @@ Description: telemetry broker for IoT gateways
  pushes it to queue-group workers over the NATS protocol, in order per
  device, with acks and redelivery.
 CONTROL
-deb=$out/edgeq_${deb_version}_${deb_arch}.deb
+deb=$out/edgeq_${deb_version#*:}_${deb_arch}.deb # file names carry no epoch
 dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
 
 # tarball

@@ -16,7 +16,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"run", "run [--config FILE] [--data DIR] [--nats ADDR] [--http ADDR] [--node-id ID] [--log-level L] [--print-config]\n                             run a node (embedded defaults: ./edgeq-data, NATS 127.0.0.1:4222, HTTP 127.0.0.1:8222)", runRun},
+		{"run", "run [--config FILE] [--data DIR] [--nats ADDR] [--http ADDR] [--node-id ID] [--log-level L] [--print-config | --check]\n                             run a node (embedded defaults: ./edgeq-data, NATS 127.0.0.1:4222, HTTP 127.0.0.1:8222)", runRun},
 		{"pub", "pub DEVICE [DATA]          publish one message durably (DATA or stdin) and print where it was stored", runPub},
 		{"sub", "sub [--queue Q] [SUBJECT]  print deliveries with their headers and ack them", runSub},
 		{"status", "status [--json] [--watch [--interval 2s]]\n                             show the node's status (--watch refreshes in place)", runStatus},

@@ -25,6 +25,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&fl.NodeID, "node-id", "", "node ID (default: generated once, kept in the data directory)")
 	fs.StringVar(&fl.LogLevel, "log-level", "", "debug, info, warn or error")
 	printConfig := fs.Bool("print-config", false, "print the effective configuration (secrets hidden) and exit")
+	check := fs.Bool("check", false, "check the configuration as a reload would (keys, TLS files) and exit: 0 if it would be accepted")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -33,9 +34,16 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg, notes, err := config.LoadWithNotes(*path, os.Environ(), fl)
+	if err == nil && *check {
+		err = gateway.CheckConfig(cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "edgeq run: %v\n", err)
 		return 2
+	}
+	if *check {
+		fmt.Fprintf(stdout, "edgeq run: configuration %s is valid\n", *path)
+		return 0
 	}
 	if *printConfig {
 		for _, n := range notes {
