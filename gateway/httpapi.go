@@ -66,10 +66,12 @@ func (n *Node) httpHandler() http.Handler {
 		// nsqlookupd's endpoints, for go-nsq's ConnectToNSQLookupd; open like
 		// /healthz (they name only the NSQ address, and the channels when
 		// the API has no token).
-		l := &nsqserver.Lookup{Server: n.nsq}
-		if n.cfg.HTTP.Token == "" {
-			l.Channels = n.nsqChannels
-		}
+		l := &nsqserver.Lookup{Server: n.nsq, Channels: func(filter string) []string {
+			if n.httpToken.Load().IsSet() { // read per request: a reload may set one
+				return nil
+			}
+			return n.nsqChannels(filter)
+		}}
 		mux.HandleFunc("GET /lookup", l.Topic)
 		mux.HandleFunc("GET /ping", l.Ping)
 	}

@@ -378,7 +378,7 @@ func (r *Registry) startRunner(g *group) {
 			}
 		}
 	}
-	run.snapshotStats()
+	run.snapshotStats(true)
 	g.run = run
 	r.byID[run.gid] = run
 	var peers []string
@@ -616,8 +616,13 @@ func (r *Registry) Drain(deadline time.Time) {
 	}
 }
 
-// Stats returns a snapshot of every group, sorted by key (the core's part is
-// refreshed about once a second by each running group's goroutine).
+// statsRefreshWait bounds how long Stats waits for a busy group's fresh
+// snapshot before it takes the last one.
+const statsRefreshWait = 250 * time.Millisecond
+
+// Stats returns a snapshot of every group, sorted by key: each running
+// group's goroutine takes it on request (within statsRefreshWait, else its
+// last one, at most a second old).
 func (r *Registry) Stats() []GroupStats {
 	r.mu.Lock()
 	out := make([]GroupStats, 0, len(r.groups))
@@ -640,6 +645,17 @@ func (r *Registry) Stats() []GroupStats {
 		out = append(out, gs)
 	}
 	r.mu.Unlock()
+	// A snapshot of now, so that a status read right after a publish sees
+	// it (the periodic one can be a second old).
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run.refreshStats(statsRefreshWait)
+		}()
+	}
+	wg.Wait()
 	for i, run := range runs {
 		gs := &out[idx[i]]
 		run.statsMu.Lock()

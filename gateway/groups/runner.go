@@ -42,6 +42,7 @@ const (
 	evResume     // a peer that was back accepted this leader: resume its partitions
 	evAttach     // a peer's start positions arrived
 	evCommitDone // a commit at a peer finished
+	evStats      // refresh the stats snapshot now (a status request)
 )
 
 // fetchResult answers one queue.Fetch.
@@ -188,7 +189,7 @@ func (r *runner) run(peers []string) {
 			r.flushOffsets()
 			r.commitRemote(ctx)
 		case <-stats.C:
-			r.snapshotStats()
+			r.snapshotStats(true)
 		case <-r.stop:
 			r.flushOffsets()
 			return
@@ -197,7 +198,7 @@ func (r *runner) run(peers []string) {
 			r.recordDrained()
 			r.flushOffsets()
 			r.finalRemoteCommits()
-			r.snapshotStats()
+			r.snapshotStats(false)
 			return
 		}
 	}
@@ -253,6 +254,8 @@ func (r *runner) handle(ctx context.Context, ev event, now time.Time) {
 		r.addPeerPartitions(ev.node, ev.starts)
 	case evCommitDone:
 		r.commitDone(ev)
+	case evStats:
+		r.snapshotStats(false)
 	}
 	if ev.done != nil {
 		ev.done <- err
@@ -429,7 +432,9 @@ func (r *runner) flushOffsets() {
 	r.dirty = false
 }
 
-func (r *runner) snapshotStats() {
+// snapshotStats refreshes the stats; tick: the once-a-second refresh, which
+// also moves the recent-latency window on.
+func (r *runner) snapshotStats(tick bool) {
 	// Durable offsets first: a record that becomes durable after this
 	// read and is committed before Stats reads the core counts as no lag.
 	local := make([]uint64, r.log.NumPartitions())
@@ -447,7 +452,12 @@ func (r *runner) snapshotStats() {
 		}
 	}
 	lat := r.latency.Snapshot()
-	recent := r.recent.Push(lat)
+	r.statsMu.Lock()
+	recent := r.stats.RecentLatency
+	r.statsMu.Unlock()
+	if tick || recent.Counts == nil {
+		recent = r.recent.Push(lat)
+	}
 	var parts map[int]PartitionRef
 	if r.reg.clustered() {
 		parts = make(map[int]PartitionRef, len(s.Partitions))
@@ -464,6 +474,26 @@ func (r *runner) snapshotStats() {
 	r.stats.Partitions = parts
 	r.stats.Forwards = r.forwards
 	r.statsMu.Unlock()
+}
+
+// refreshStats asks the runner for a snapshot of now and waits for it, at
+// most wait (a busy or stopped group keeps its last one).
+func (r *runner) refreshStats(wait time.Duration) {
+	ev := event{kind: evStats, done: make(chan error, 1)}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case r.events <- ev:
+	case <-r.done:
+		return
+	case <-t.C:
+		return
+	}
+	select {
+	case <-ev.done:
+	case <-r.done:
+	case <-t.C:
+	}
 }
 
 // send queues an event, waiting while the group is busy; it gives up when
