@@ -13,8 +13,10 @@ type Group struct {
 	rng Rand
 	// shareMsgs, shareBytes: the per-device share of a partition's window (aside.go).
 	shareMsgs, shareBytes int
-	window                int32 // Config.DeviceWindow in effect (devwindow.go)
-	now                   int64 // unix ns of the latest input
+	// budget, perRecord: the read-ahead budget (budget.go); 0: none.
+	budget, perRecord int
+	window            int32 // Config.DeviceWindow in effect (devwindow.go)
+	now               int64 // unix ns of the latest input
 
 	parts   []partition
 	partIdx map[int]int32 // partition ID -> index in parts; bound: Config.MaxPartitions
@@ -85,7 +87,7 @@ func New(cfg Config, start map[int]uint64, rng Rand) (*Group, error) {
 		unassigned:  newEntryQueue(),
 		parked:      newEntryQueue(),
 	}
-	g.shareMsgs, g.shareBytes = g.cfg.deviceShare()
+	g.updateShares()
 	g.window = g.cfg.deviceWindow()
 	// Sorted, so the order of Fetch and Commit actions never depends on map iteration.
 	ids := make([]int, 0, len(start))
@@ -112,6 +114,7 @@ func (g *Group) AddPartition(partition int, next uint64) error {
 		return fmt.Errorf("queue: add partition %d: %w (max %d)", partition, ErrTooManyPartitions, g.cfg.MaxPartitions)
 	}
 	g.addPartition(partition, next)
+	g.updateShares() // the budget's split changed
 	return nil
 }
 

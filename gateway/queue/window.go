@@ -119,7 +119,7 @@ func (g *Group) fetchDue(p *partition) bool {
 	if p.fromEnd {
 		return true
 	}
-	if p.blocked || p.held >= g.cfg.ReadAheadMsgs || p.bytes >= g.cfg.ReadAheadBytes {
+	if p.blocked || g.full(p) {
 		return false
 	}
 	if p.span() < g.cfg.ReadAheadMsgs {
@@ -142,11 +142,12 @@ func (g *Group) collectFetches(out *Ready) {
 			out.Fetch = append(out.Fetch, Fetch{Partition: p.id, End: true})
 			continue
 		}
+		maxMsgs, maxBytes := g.fetchLimits(p, g.cfg.ReadAheadMsgs-max(p.span(), p.held), g.cfg.ReadAheadBytes-p.bytes)
 		out.Fetch = append(out.Fetch, Fetch{
 			Partition: p.id,
 			From:      p.next,
-			MaxMsgs:   g.cfg.ReadAheadMsgs - max(p.span(), p.held),
-			MaxBytes:  g.cfg.ReadAheadBytes - p.bytes,
+			MaxMsgs:   maxMsgs,
+			MaxBytes:  maxBytes,
 		})
 	}
 	g.collectRefetches(out)
