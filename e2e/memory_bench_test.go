@@ -70,6 +70,11 @@ func BenchmarkMemoryLaggingGroups(b *testing.B) {
 	})
 	peak := procStatusBytes(b, n.cmd.Process.Pid, "VmHWM:")
 	rss := procStatusBytes(b, n.cmd.Process.Pid, "VmRSS:")
+	logGCTrace(b, n)
+	if d := os.Getenv("EDGEQ_E2E_MEM_HOLD"); d != "" { // keep the node up for a look (e.g. a heap profile)
+		hold, _ := time.ParseDuration(d)
+		time.Sleep(hold)
+	}
 	b.ReportMetric(float64(peak)/(1<<20), "VmHWM_MiB")
 	b.ReportMetric(held, "records_held")
 	b.Logf("%d groups lagging, %d records of %d B over 1000 devices published in %v: VmHWM %.1f MiB, VmRSS %.1f MiB (idle before %.1f MiB), records held %.0f, delivered %d, read-ahead budget in use %.1f MiB, re-reads %.0f",
@@ -108,10 +113,25 @@ func BenchmarkMemoryDrain(b *testing.B) {
 	waitFor(b, "backlog drained", 900*time.Second, func() bool { return acked.Load() >= int64(total) })
 	took := time.Since(start)
 	peak := procStatusBytes(b, n.cmd.Process.Pid, "VmHWM:")
+	logGCTrace(b, n)
 	b.ReportMetric(float64(peak)/(1<<20), "VmHWM_MiB")
 	b.ReportMetric(float64(total)/took.Seconds(), "msgs/s")
 	b.Logf("%d records of %d B over 1000 devices drained by 4 workers in %v (%.0f msgs/s): VmHWM %.1f MiB (%.1f MiB after storing)",
 		total, memBenchSize, took.Round(time.Millisecond), float64(total)/took.Seconds(), mib(peak), mib(stored))
+}
+
+// logGCTrace logs the node's last garbage collections when it runs with
+// GODEBUG=gctrace=1 (set it in the environment of go test).
+func logGCTrace(b *testing.B, n *node) {
+	var gc []string
+	for _, l := range strings.Split(n.logs(), "\n") {
+		if strings.HasPrefix(l, "gc ") {
+			gc = append(gc, l)
+		}
+	}
+	if len(gc) > 0 {
+		b.Logf("last collections:\n%s", strings.Join(gc[max(len(gc)-8, 0):], "\n"))
+	}
 }
 
 func mib(v int64) float64 { return float64(v) / (1 << 20) }

@@ -290,6 +290,15 @@ type WAL struct {
 	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
 }
 
+// The node-wide read-ahead budget (queue.read_ahead_budget): the default
+// keeps a Pi's queue groups within a few MiB whatever their number, and
+// is about two windows of 1,024 records of 150 B per partition of one group.
+const (
+	DefaultReadAheadBudget = 8 << 20
+	MinReadAheadBudget     = 256 << 10
+	MaxReadAheadBudget     = 1 << 30 // an int on arm v7 too
+)
+
 // QueueDefaults apply to every queue group that does not set its own.
 type QueueDefaults struct {
 	AckWait        time.Duration `yaml:"ack_wait"`
@@ -305,6 +314,11 @@ type QueueDefaults struct {
 	DeviceShareMsgs  int      `yaml:"device_share_msgs"`
 	DeviceShareBytes ByteSize `yaml:"device_share_bytes"`
 	MaxGroups        int      `yaml:"max_groups"`
+	// ReadAheadBudget bounds what all queue groups together hold of
+	// read-ahead (each record counts its size plus about 512 B), shared
+	// fairly among them; beyond it records stay in the log until acks make
+	// room. 0: no node-wide bound (each group has its own windows).
+	ReadAheadBudget ByteSize `yaml:"read_ahead_budget"`
 }
 
 // Group declares a queue group that exists without members.
@@ -435,13 +449,14 @@ func Default() Config {
 			CheckpointInterval: w.CheckpointInterval,
 		},
 		Queue: QueueDefaults{
-			AckWait:        30 * time.Second,
-			MaxDeliver:     5,
-			MaxInFlight:    256,
-			GroupTTL:       24 * time.Hour,
-			ReadAheadMsgs:  1024,
-			ReadAheadBytes: 4 << 20,
-			MaxGroups:      64,
+			AckWait:         30 * time.Second,
+			MaxDeliver:      5,
+			MaxInFlight:     256,
+			GroupTTL:        24 * time.Hour,
+			ReadAheadMsgs:   1024,
+			ReadAheadBytes:  4 << 20,
+			MaxGroups:       64,
+			ReadAheadBudget: DefaultReadAheadBudget,
 		},
 		Hot:     Hot{Enabled: true, Window: 10 * time.Second, Factor: 10, MinRate: 50, MoveBackBacklog: 32},
 		Metrics: Metrics{ProcRoot: "/proc", SysRoot: "/sys", TopDevices: 10},
@@ -556,6 +571,9 @@ func (c *Config) Validate() error {
 	}
 	if q.MaxGroups < 1 {
 		bad("queue.max_groups", "%d, want >= 1", q.MaxGroups)
+	}
+	if q.ReadAheadBudget != 0 && (q.ReadAheadBudget < MinReadAheadBudget || q.ReadAheadBudget > MaxReadAheadBudget) {
+		bad("queue.read_ahead_budget", "%d bytes, want 0 (no bound) or 256KiB..1GiB", q.ReadAheadBudget)
 	}
 	seen := map[string]bool{}
 	for i, g := range c.Groups {

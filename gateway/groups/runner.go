@@ -13,14 +13,21 @@ import (
 	"edgeq/wal"
 )
 
-// event is an input for a group's goroutine.
+// event is an input for a group's goroutine. It is kept small (acks are
+// most of them) since every group has a queue of eventQueue of them: the
+// fields of the rare kinds are in eventExtra.
 type event struct {
-	kind       eventKind
-	member     queue.MemberID
-	m          Member
-	credit     int
-	ack        Ack
-	done       chan error // answer for the sender; nil: nobody waits
+	kind   eventKind
+	member queue.MemberID
+	credit int
+	ack    Ack
+	done   chan error // answer for the sender; nil: nobody waits
+	*eventExtra
+}
+
+// eventExtra holds the fields of the rare kinds of event.
+type eventExtra struct {
+	m          Member // evJoin
 	drainUntil time.Time
 	withdraw   bool              // evDrain: a newer leader exists; deliver nothing more
 	node       string            // evPeerUp, evAttach, evCommitDone
@@ -102,6 +109,7 @@ type runner struct {
 
 	latency *hist.Histogram
 	dirty   bool // local commits since the last offset flush
+	grant   int  // the read-ahead budget's grant last given to the core; 0: none
 }
 
 type runnerStats struct {
@@ -111,7 +119,11 @@ type runnerStats struct {
 	Forwards   uint64
 }
 
-const eventQueue = 4096
+// eventQueue bounds a group's queued events: acks wait (backpressure) when
+// it is full. A member can only ack what it holds, so this is about the
+// credit of four members at the default max_in_flight; 1,024 events of
+// 112 B cost each group about 112 KiB.
+const eventQueue = 1024
 
 // remoteCommitTimeout bounds one commit round trip to a peer.
 const remoteCommitTimeout = 5 * time.Second
@@ -124,6 +136,10 @@ const CommitInterval = 200 * time.Millisecond
 func (r *runner) run(peers []string) {
 	defer r.reg.runnerStopped(r)
 	defer close(r.done)
+	if b := r.reg.budget; b != nil {
+		b.Join(r.gid)
+		defer b.Leave(r.gid)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Commits are made durable (here) and sent to the owners (other
@@ -138,6 +154,7 @@ func (r *runner) run(peers []string) {
 	for _, node := range peers {
 		r.attach(ctx, node, 0)
 	}
+	r.syncBudget()
 	r.apply(ctx)
 	for {
 		if at, ok := r.core.NextDeadline(); ok {
@@ -170,6 +187,7 @@ func (r *runner) run(peers []string) {
 			answer := r.core.Fetched
 			if res.refetch {
 				answer = r.core.Refetched
+				r.reg.counters.rereads.Add(uint64(len(res.msgs)))
 			}
 			if err := answer(res.partition, res.msgs, res.next, time.Now()); err != nil {
 				r.logger.Error("fetch answer refused", "partition", res.partition, "err", err)
@@ -185,6 +203,7 @@ func (r *runner) run(peers []string) {
 			r.flushOffsets()
 			return
 		}
+		r.syncBudget()
 		if r.apply(ctx) {
 			r.recordDrained()
 			r.flushOffsets()
@@ -281,6 +300,22 @@ func (r *runner) apply(ctx context.Context) bool {
 		}
 	}
 	return false
+}
+
+// syncBudget tells the node's read-ahead budget what the group holds and
+// gives the core its grant. Called before each apply, so a fetch is sized
+// by the latest grant; a group waiting for budget that others free is
+// woken by its next event at the latest (the stats tick, every second).
+func (r *runner) syncBudget() {
+	b := r.reg.budget
+	if b == nil {
+		return
+	}
+	grant := int(b.Report(r.gid, int64(r.core.Cost(RecordCost))))
+	if grant != r.grant {
+		r.grant = grant
+		r.core.SetBudget(grant, RecordCost)
+	}
 }
 
 // owner returns the node and local partition of a core partition ID.
