@@ -36,6 +36,12 @@ type Config struct {
 	LogLevel string `yaml:"log_level"`
 	// ShutdownTimeout bounds the drain on SIGTERM (default 10s).
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// MemoryLimit is the Go runtime's soft memory limit
+	// (runtime/debug.SetMemoryLimit): the garbage collector works harder
+	// as the process nears it, instead of letting the heap grow to twice
+	// what is live. 0 (default): 24 MiB + 2 × queue.read_ahead_budget.
+	// A GOMEMLIMIT environment variable (e.g. GOMEMLIMIT=off) wins.
+	MemoryLimit ByteSize `yaml:"memory_limit"`
 
 	NATS      NATS          `yaml:"nats"`
 	JetStream JetStream     `yaml:"jetstream"`
@@ -298,6 +304,19 @@ const (
 	MinReadAheadBudget     = 256 << 10
 	MaxReadAheadBudget     = 1 << 30 // an int on arm v7 too
 )
+
+// MinMemoryLimit is the least memory_limit: below it the collector would
+// run almost constantly on an idle node.
+const MinMemoryLimit = 16 << 20
+
+// GCMemoryLimit is the soft memory limit memory_limit asks for (its
+// default derived from the read-ahead budget).
+func (c *Config) GCMemoryLimit() int64 {
+	if c.MemoryLimit != 0 {
+		return int64(c.MemoryLimit)
+	}
+	return 24<<20 + 2*int64(c.Queue.ReadAheadBudget)
+}
 
 // QueueDefaults apply to every queue group that does not set its own.
 type QueueDefaults struct {
@@ -574,6 +593,9 @@ func (c *Config) Validate() error {
 	}
 	if q.ReadAheadBudget != 0 && (q.ReadAheadBudget < MinReadAheadBudget || q.ReadAheadBudget > MaxReadAheadBudget) {
 		bad("queue.read_ahead_budget", "%d bytes, want 0 (no bound) or 256KiB..1GiB", q.ReadAheadBudget)
+	}
+	if c.MemoryLimit != 0 && c.MemoryLimit < MinMemoryLimit {
+		bad("memory_limit", "%d bytes, want 0 (24MiB + 2 × queue.read_ahead_budget) or >= 16MiB", c.MemoryLimit)
 	}
 	seen := map[string]bool{}
 	for i, g := range c.Groups {

@@ -102,6 +102,7 @@ func TestRejectsWithKeyNames(t *testing.T) {
 		{"negative device share bytes", "", []string{"EDGEQ_QUEUE_DEVICE_SHARE_BYTES=-1"}, "queue.device_share_bytes"},
 		{"read-ahead budget too small", "queue:\n  read_ahead_budget: 1KiB\n", nil, "queue.read_ahead_budget: 1024 bytes, want 0 (no bound) or 256KiB..1GiB"},
 		{"negative read-ahead budget", "", []string{"EDGEQ_QUEUE_READ_AHEAD_BUDGET=-1"}, "queue.read_ahead_budget"},
+		{"memory limit too small", "memory_limit: 1MiB\n", nil, "memory_limit: 1048576 bytes, want 0"},
 		{"negative move-back backlog", "hot:\n  move_back_backlog: -1\n", nil, "hot.move_back_backlog"},
 		{"nsq beyond loopback without token", "nsq:\n  listen: 0.0.0.0:4150\n", nil, "nsq.listen: \"0.0.0.0:4150\" is beyond loopback: set nsq.auth_token"},
 		{"nsq beyond loopback in plaintext", "nsq:\n  listen: 0.0.0.0:4150\n  auth_token: s3cret-of-16-chars\n", nil, "nsq.allow_plaintext: true"},

@@ -139,6 +139,9 @@ func (r *runner) run(peers []string) {
 	if b := r.reg.budget; b != nil {
 		b.Join(r.gid)
 		defer b.Leave(r.gid)
+		// A record in flight costs only its entry: its bytes are read again
+		// from the local log if it must go out again (rare).
+		r.core.ReleaseDelivered(func(p int) bool { return p < partitionStride })
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -326,7 +329,7 @@ func (r *runner) owner(partition int) (string, int) {
 func (r *runner) deliver(d *queue.Delivery) {
 	now := time.Now()
 	m, ok := r.members[d.Member]
-	rec := r.record(&d.Msg)
+	rec, raw := r.record(&d.Msg)
 	if !ok || rec == nil {
 		// A member that left between the decision and now, or a record that
 		// no longer decodes (checked at read, so not expected): hand it back.
@@ -335,7 +338,7 @@ func (r *runner) deliver(d *queue.Delivery) {
 	}
 	node, part := r.owner(d.Msg.Partition)
 	maybe := d.Deliveries == 1 && d.Msg.Offset <= r.suspect[d.Msg.Partition]
-	r.dv = Delivery{Record: rec, Raw: d.Msg.Data, Node: node, Partition: part, Offset: d.Msg.Offset, Deliveries: d.Deliveries,
+	r.dv = Delivery{Record: rec, Raw: raw, Node: node, Partition: part, Offset: d.Msg.Offset, Deliveries: d.Deliveries,
 		MaybeDelivered: maybe,
 		Ack:            AckHandle{Group: r.gid, Member: d.Member, Partition: d.Msg.Partition, Offset: d.Msg.Offset, Deliveries: d.Deliveries}}
 	r.high[d.Msg.Partition] = max(r.high[d.Msg.Partition], d.Msg.Offset)
@@ -390,26 +393,39 @@ func (r *runner) recordDrained() {
 	r.dirty = true
 }
 
-// record returns the decoded record of m: the one decoded when it was read
-// (Body), or, for a message without one, decoded now into a scratch record.
-// Nil when it does not decode.
-func (r *runner) record(m *queue.Msg) *wal.Record {
+// record returns the decoded record of m and its encoding: the one decoded
+// when it was read (Body), or, for a message without one, decoded now into
+// a scratch record; a message the core released after its first delivery
+// (no Data) is read again from the local log. Nil when it does not decode
+// or is no longer stored.
+func (r *runner) record(m *queue.Msg) (*wal.Record, []byte) {
 	if rec, ok := m.Body.(*wal.Record); ok {
-		return rec
+		return rec, m.Data
 	}
-	if wal.DecodeRecord(m.Data, &r.rec) != nil {
-		return nil
+	raw := m.Data
+	if raw == nil && m.Partition < partitionStride {
+		b, err := r.log.Read(m.Partition, m.Offset, 1, 1)
+		if err != nil || len(b.Entries) == 0 || b.Entries[0].Offset != m.Offset {
+			r.logger.Warn("record to deliver again not found in the log", "partition", m.Partition, "offset", m.Offset, "err", err)
+			return nil, nil
+		}
+		r.reg.counters.rereads.Add(1)
+		r.rec = b.Entries[0].Record
+		return &r.rec, b.Entries[0].Raw
 	}
-	return &r.rec
+	if wal.DecodeRecord(raw, &r.rec) != nil {
+		return nil, nil
+	}
+	return &r.rec, raw
 }
 
 func (r *runner) deadLetter(dl *queue.DeadLetter) {
-	rec := r.record(&dl.Msg)
+	rec, raw := r.record(&dl.Msg)
 	if rec == nil {
 		return
 	}
 	node, part := r.owner(dl.Msg.Partition)
-	d := Delivery{Record: rec, Raw: dl.Msg.Data, Node: node, Partition: part, Offset: dl.Msg.Offset, Deliveries: dl.Deliveries}
+	d := Delivery{Record: rec, Raw: raw, Node: node, Partition: part, Offset: dl.Msg.Offset, Deliveries: dl.Deliveries}
 	if r.reg.cfg.DeadLetters != nil {
 		r.reg.cfg.DeadLetters(r.key.Queue, &d, dl.Reason.String())
 	}

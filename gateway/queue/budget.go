@@ -118,3 +118,33 @@ func (g *Group) updateShares() {
 	g.shareMsgs = min(g.shareMsgs, max(s/max(g.perRecord, 1)/8, 1))
 	g.shareBytes = min(g.shareBytes, max(s/8, 1))
 }
+
+// ReleaseDelivered makes the group drop the Data and Body of a record once
+// it is delivered, in the partitions release selects (nil: none): a record
+// in flight then costs the group only its entry, not its bytes. A later
+// Delivery or DeadLetter of such a record carries Data and Body nil (its
+// Device, Seq and the other routing fields are kept): the runner reads it
+// again from storage, which still has it (the commit stays below it). For
+// partitions the runner can read at once (local ones).
+func (g *Group) ReleaseDelivered(release func(partition int) bool) { g.release = release }
+
+// releaseData drops the data of entry ei, just delivered, when its
+// partition releases delivered records.
+func (g *Group) releaseData(ei int32) {
+	e := &g.entries[ei]
+	if g.release == nil || (e.msg.Data == nil && e.msg.Body == nil) || !g.release(e.msg.Partition) {
+		return
+	}
+	n := len(e.msg.Data)
+	g.parts[e.part].bytes -= n
+	if g.cfg.Ordering == OrderPerDevice {
+		for i := range g.devices[e.dev].lanes {
+			if ln := &g.devices[e.dev].lanes[i]; ln.part == e.part {
+				ln.bytes -= n
+				break
+			}
+		}
+	}
+	e.msg.Data, e.msg.Body = nil, nil
+	e.msg.Device = g.devices[e.dev].id // not the read buffer's copy
+}

@@ -15,8 +15,10 @@ type Group struct {
 	shareMsgs, shareBytes int
 	// budget, perRecord: the read-ahead budget (budget.go); 0: none.
 	budget, perRecord int
-	window            int32 // Config.DeviceWindow in effect (devwindow.go)
-	now               int64 // unix ns of the latest input
+	// release: partitions whose delivered records drop Data (budget.go); nil: none.
+	release func(partition int) bool
+	window  int32 // Config.DeviceWindow in effect (devwindow.go)
+	now     int64 // unix ns of the latest input
 
 	parts   []partition
 	partIdx map[int]int32 // partition ID -> index in parts; bound: Config.MaxPartitions

@@ -10,6 +10,8 @@ package queue
 
 type budgetModel struct {
 	bytes, perRecord int
+	// release: the partitions of node 0 drop delivered records' data (ReleaseDelivered).
+	release bool
 	// loose: partitions that may hold more than their share until they are
 	// under it again: the budget went down, or a device waited for a move
 	// marker there when it was read (markerWanted).
@@ -18,7 +20,7 @@ type budgetModel struct {
 
 // setBudget rebuilds the model's (still empty) group under a budget.
 func (m *model) setBudget() {
-	m.bud = &budgetModel{}
+	m.bud = &budgetModel{release: m.rng.IntN(2) == 0}
 	m.bud.bytes, m.bud.perRecord = m.randomBudget()
 	m.build()
 }
@@ -43,6 +45,17 @@ func (m *model) applyBudget() {
 	}
 	m.g.SetBudget(m.bud.bytes, m.bud.perRecord)
 	m.bud.loose = map[int]bool{}
+	if m.bud.release {
+		m.g.ReleaseDelivered(func(p int) bool { return nodeOf(p) == 0 })
+	}
+}
+
+// releasedData reports whether delivery d comes without its data because
+// the group released it after an earlier delivery: the runner reads it
+// again.
+func (m *model) releasedData(d Delivery) bool {
+	return m.bud != nil && m.bud.release && nodeOf(d.Msg.Partition) == 0 && d.Deliveries > 1 &&
+		d.Msg.Data == nil && d.Msg.Body == nil
 }
 
 // changeBudget sets a new budget on the running group.
