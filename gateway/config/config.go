@@ -297,10 +297,10 @@ type WAL struct {
 }
 
 // The node-wide read-ahead budget (queue.read_ahead_budget): the default
-// keeps a Pi's queue groups within a few MiB whatever their number, and
-// is about two windows of 1,024 records of 150 B per partition of one group.
+// keeps a Pi's queue groups within a few MiB whatever their number; alone,
+// a group may hold about 6,000 records of 150 B.
 const (
-	DefaultReadAheadBudget = 8 << 20
+	DefaultReadAheadBudget = 4 << 20
 	MinReadAheadBudget     = 256 << 10
 	MaxReadAheadBudget     = 1 << 30 // an int on arm v7 too
 )

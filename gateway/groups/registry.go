@@ -82,6 +82,10 @@ type Config struct {
 // point at it (about 560 B measured on amd64 with 150 B payloads).
 const RecordCost = 512
 
+// ReleasedCost is what a delivered record costs once the core dropped its
+// bytes (queue.Group.ReleaseDelivered): its entry in the core.
+const ReleasedCost = 192
+
 // budgetFloor is the least grant of a group (see readahead.New): about
 // five small records per partition of an 8-partition node.
 const budgetFloor = 32 << 10

@@ -120,10 +120,9 @@ type runnerStats struct {
 }
 
 // eventQueue bounds a group's queued events: acks wait (backpressure) when
-// it is full. A member can only ack what it holds, so this is about the
-// credit of four members at the default max_in_flight; 1,024 events of
-// 112 B cost each group about 112 KiB.
-const eventQueue = 1024
+// it is full; the runner takes up to 256 at a time. 512 events of 112 B
+// cost each group 56 KiB (4,096 of 232 B cost 32 MiB with 32 groups).
+const eventQueue = 512
 
 // remoteCommitTimeout bounds one commit round trip to a peer.
 const remoteCommitTimeout = 5 * time.Second
@@ -141,7 +140,7 @@ func (r *runner) run(peers []string) {
 		defer b.Leave(r.gid)
 		// A record in flight costs only its entry: its bytes are read again
 		// from the local log if it must go out again (rare).
-		r.core.ReleaseDelivered(func(p int) bool { return p < partitionStride })
+		r.core.ReleaseDelivered(func(p int) bool { return p < partitionStride }, ReleasedCost)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -314,7 +313,7 @@ func (r *runner) syncBudget() {
 	if b == nil {
 		return
 	}
-	grant := int(b.Report(r.gid, int64(r.core.Cost(RecordCost))))
+	grant := int(b.Report(r.gid, int64(r.core.Cost(RecordCost, ReleasedCost))))
 	if grant != r.grant {
 		r.grant = grant
 		r.core.SetBudget(grant, RecordCost)

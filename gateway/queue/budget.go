@@ -16,10 +16,11 @@ package queue
 // a partition.
 
 // SetBudget caps what the group holds: records cost len(Data)+perRecord
-// bytes each, and the group holds at most bytes of them (split evenly
-// among its partitions; each partition holds at least one record when
-// there is one to read). bytes <= 0 lifts the cap. A group above a lowered
-// cap keeps what it holds and reads nothing more until it is below.
+// bytes each (a released one, see ReleaseDelivered, its charge only), and
+// the group holds at most bytes of them (split evenly among its
+// partitions; each partition holds at least one record when there is one
+// to read). bytes <= 0 lifts the cap. A group above a lowered cap keeps
+// what it holds and reads nothing more until it is below.
 func (g *Group) SetBudget(bytes, perRecord int) {
 	g.budget, g.perRecord = max(bytes, 0), max(perRecord, 0)
 	g.updateShares()
@@ -33,10 +34,15 @@ func (g *Group) Usage() (records, bytes int) {
 	return g.held, bytes
 }
 
-// Cost is what the group holds in budget bytes (see SetBudget).
-func (g *Group) Cost(perRecord int) int {
-	n, b := g.Usage()
-	return b + n*perRecord
+// Cost is what the group holds in budget bytes: its records' Data, plus
+// perRecord for each record, perReleased for each released one.
+func (g *Group) Cost(perRecord, perReleased int) int {
+	c := 0
+	for i := range g.parts {
+		p := &g.parts[i]
+		c += p.bytes + (p.held-p.released)*perRecord + p.released*perReleased
+	}
+	return c
 }
 
 // partShare is one partition's share of the budget, 0 when there is none.
@@ -47,7 +53,9 @@ func (g *Group) partShare() int {
 	return max(g.budget/max(len(g.parts), 1), 1)
 }
 
-func (g *Group) partCost(p *partition) int { return p.bytes + p.held*g.perRecord }
+func (g *Group) partCost(p *partition) int {
+	return p.bytes + (p.held-p.released)*g.perRecord + p.released*g.releasedCost
+}
 
 // overBudget reports whether partition p is at its budget share: it takes
 // no further record. A partition holding nothing is never at it, nor is one
@@ -126,13 +134,16 @@ func (g *Group) updateShares() {
 // Device, Seq and the other routing fields are kept): the runner reads it
 // again from storage, which still has it (the commit stays below it). For
 // partitions the runner can read at once (local ones).
-func (g *Group) ReleaseDelivered(release func(partition int) bool) { g.release = release }
+// A released record costs the budget perReleased (what its entry takes).
+func (g *Group) ReleaseDelivered(release func(partition int) bool, perReleased int) {
+	g.release, g.releasedCost = release, max(perReleased, 0)
+}
 
 // releaseData drops the data of entry ei, just delivered, when its
 // partition releases delivered records.
 func (g *Group) releaseData(ei int32) {
 	e := &g.entries[ei]
-	if g.release == nil || (e.msg.Data == nil && e.msg.Body == nil) || !g.release(e.msg.Partition) {
+	if g.release == nil || e.released || !g.release(e.msg.Partition) {
 		return
 	}
 	n := len(e.msg.Data)
@@ -146,5 +157,7 @@ func (g *Group) releaseData(ei int32) {
 		}
 	}
 	e.msg.Data, e.msg.Body = nil, nil
+	e.released = true
+	g.parts[e.part].released++
 	e.msg.Device = g.devices[e.dev].id // not the read buffer's copy
 }

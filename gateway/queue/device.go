@@ -224,6 +224,9 @@ func (g *Group) retire(ei int32) {
 	p := &g.parts[e.part]
 	p.bytes -= len(e.msg.Data)
 	p.held--
+	if e.released {
+		p.released--
+	}
 	if e.side {
 		g.retireSide(ei)
 	} else {

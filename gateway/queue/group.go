@@ -16,9 +16,10 @@ type Group struct {
 	// budget, perRecord: the read-ahead budget (budget.go); 0: none.
 	budget, perRecord int
 	// release: partitions whose delivered records drop Data (budget.go); nil: none.
-	release func(partition int) bool
-	window  int32 // Config.DeviceWindow in effect (devwindow.go)
-	now     int64 // unix ns of the latest input
+	release      func(partition int) bool
+	releasedCost int   // what a released record costs the budget
+	window       int32 // Config.DeviceWindow in effect (devwindow.go)
+	now          int64 // unix ns of the latest input
 
 	parts   []partition
 	partIdx map[int]int32 // partition ID -> index in parts; bound: Config.MaxPartitions

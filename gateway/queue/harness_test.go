@@ -144,7 +144,7 @@ func (h *harness) exec(cmd string, pos []string, args map[string]string) error {
 		h.g.SetBudget(h.budget, h.perRecord)
 	case "usage":
 		n, b := h.g.Usage()
-		h.printf("held %d records, %d bytes, cost %d", n, b, h.g.Cost(h.perRecord))
+		h.printf("held %d records, %d bytes, cost %d", n, b, h.g.Cost(h.perRecord, 0))
 	default:
 		return fmt.Errorf("unknown command %q", cmd)
 	}

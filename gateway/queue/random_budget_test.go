@@ -46,7 +46,7 @@ func (m *model) applyBudget() {
 	m.g.SetBudget(m.bud.bytes, m.bud.perRecord)
 	m.bud.loose = map[int]bool{}
 	if m.bud.release {
-		m.g.ReleaseDelivered(func(p int) bool { return nodeOf(p) == 0 })
+		m.g.ReleaseDelivered(func(p int) bool { return nodeOf(p) == 0 }, m.bud.perRecord/4)
 	}
 }
 
@@ -93,7 +93,7 @@ func (m *model) checkBudget(s Stats) {
 	}
 	share := max(m.bud.bytes/len(m.parts), 1)
 	for _, p := range s.Partitions {
-		cost := p.Bytes + p.Held*m.bud.perRecord
+		cost := m.g.partCost(&m.g.parts[m.g.partIdx[p.Partition]])
 		if p.Held <= 1 || cost <= share {
 			delete(m.bud.loose, p.Partition)
 		}

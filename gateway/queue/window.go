@@ -23,6 +23,7 @@ type partition struct {
 	mask      uint64
 	bytes     int    // len(Data) of the unfinished records in the window
 	held      int    // unfinished records held (ring and side); at most Config.ReadAheadMsgs
+	released  int    // of them, those whose data was dropped after delivery (ReleaseDelivered)
 	committed uint64 // offset of the last Commit emitted, or the start position - 1
 	// highDelivered: the highest offset delivered by this group (a draining
 	// group's mark, drain.go).
