@@ -11,7 +11,7 @@ export CGO_ENABLED = 0
 # Tools the tests run (the nats CLI) are installed with go install.
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: help build run test test-deps unit fuzz lint cross bench bench-peers package firmware-test systemd-test clean powercut soak wamp
+.PHONY: help build run test test-deps unit fuzz lint cross bench bench-peers package firmware-test systemd-test clean powercut soak wamp mem
 
 help:
 	@echo "make build   build bin/edgeq for this machine"
@@ -25,6 +25,7 @@ help:
 	@echo "make powercut ROUNDS=N [SEED=S]  the power-cut series (FUSE, root) with N rounds"
 	@echo "make soak SOAK=1h RATE=2000  a node under steady load; fails on growth or loss (CI: SOAK=2m)"
 	@echo "make wamp WAMP=20s  write amplification: bytes written per payload byte (not in CI)"
+	@echo "make mem    peak RSS with 32 lagging queue groups, and draining 200k (not in CI)"
 
 build:
 	$(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/edgeq $(PKG)
@@ -108,6 +109,13 @@ soak:
 WAMP ?= 20s
 wamp:
 	EDGEQ_E2E_WAMP=$(WAMP) $(GO) test -count=1 -timeout 0 -v -run '^TestWriteAmplification$$' ./e2e
+
+# Peak resident set (VmHWM) of a node with 32 queue groups whose member
+# holds its credit and never acks, then 200,000 × 150 B published; and of
+# one group draining 200,000 with 4 workers (e2e/memory_bench_test.go).
+# EDGEQ_E2E_MEM_CONFIG adds YAML, EDGEQ_E2E_BIN runs another build.
+mem:
+	$(GO) test -count=1 -timeout 0 -run '^$$' -bench '^BenchmarkMemory' -benchtime 1x -v ./e2e
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...

@@ -144,6 +144,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		Defaults:        queueConfig(cfg, config.Group{}),
 		GroupTTL:        cfg.Queue.GroupTTL,
 		MaxGroups:       cfg.Queue.MaxGroups,
+		ReadAheadBudget: int64(cfg.Queue.ReadAheadBudget),
 		OnGroup:         onGroup,
 		Peers:           peers,
 		DeadLetters:     n.publishDeadLetter,

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -64,6 +65,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	for _, n := range notes {
 		logger.Warn("config: " + n)
 	}
+	setMemoryLimit(&cfg, logger)
 	node, err := gateway.NewNode(cfg, semver(version, commit), logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
@@ -96,6 +98,18 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// setMemoryLimit applies memory_limit as the runtime's soft memory limit,
+// unless GOMEMLIMIT is set (the runtime has applied that one).
+func setMemoryLimit(cfg *config.Config, logger *slog.Logger) {
+	if v, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+		logger.Info("memory limit from GOMEMLIMIT", "GOMEMLIMIT", v)
+		return
+	}
+	limit := cfg.GCMemoryLimit()
+	debug.SetMemoryLimit(limit)
+	logger.Debug("memory limit", "bytes", limit)
 }
 
 func parseLevel(level string) slog.Level {

@@ -38,6 +38,12 @@ type Config struct {
 	LogLevel string `yaml:"log_level"`
 	// ShutdownTimeout bounds the drain on SIGTERM (default 10s).
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// MemoryLimit is the Go runtime's soft memory limit
+	// (runtime/debug.SetMemoryLimit): the garbage collector works harder
+	// as the process nears it, instead of letting the heap grow to twice
+	// what is live. 0 (default): 24 MiB + 2 × queue.read_ahead_budget.
+	// A GOMEMLIMIT environment variable (e.g. GOMEMLIMIT=off) wins.
+	MemoryLimit ByteSize `yaml:"memory_limit"`
 
 	NATS      NATS          `yaml:"nats"`
 	JetStream JetStream     `yaml:"jetstream"`
@@ -294,6 +300,28 @@ type WAL struct {
 	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
 }
 
+// The node-wide read-ahead budget (queue.read_ahead_budget): the default
+// keeps a Pi's queue groups within a few MiB whatever their number; alone,
+// a group may hold about 6,000 records of 150 B.
+const (
+	DefaultReadAheadBudget = 4 << 20
+	MinReadAheadBudget     = 256 << 10
+	MaxReadAheadBudget     = 1 << 30 // an int on arm v7 too
+)
+
+// MinMemoryLimit is the least memory_limit: below it the collector would
+// run almost constantly on an idle node.
+const MinMemoryLimit = 16 << 20
+
+// GCMemoryLimit is the soft memory limit memory_limit asks for (its
+// default derived from the read-ahead budget).
+func (c *Config) GCMemoryLimit() int64 {
+	if c.MemoryLimit != 0 {
+		return int64(c.MemoryLimit)
+	}
+	return 24<<20 + 2*int64(c.Queue.ReadAheadBudget)
+}
+
 // QueueDefaults apply to every queue group that does not set its own.
 type QueueDefaults struct {
 	AckWait        time.Duration `yaml:"ack_wait"`
@@ -309,6 +337,11 @@ type QueueDefaults struct {
 	DeviceShareMsgs  int      `yaml:"device_share_msgs"`
 	DeviceShareBytes ByteSize `yaml:"device_share_bytes"`
 	MaxGroups        int      `yaml:"max_groups"`
+	// ReadAheadBudget bounds what all queue groups together hold of
+	// read-ahead (each record counts its size plus about 512 B), shared
+	// fairly among them; beyond it records stay in the log until acks make
+	// room. 0: no node-wide bound (each group has its own windows).
+	ReadAheadBudget ByteSize `yaml:"read_ahead_budget"`
 }
 
 // Group declares a queue group that exists without members.
@@ -439,13 +472,14 @@ func Default() Config {
 			CheckpointInterval: w.CheckpointInterval,
 		},
 		Queue: QueueDefaults{
-			AckWait:        30 * time.Second,
-			MaxDeliver:     5,
-			MaxInFlight:    256,
-			GroupTTL:       24 * time.Hour,
-			ReadAheadMsgs:  1024,
-			ReadAheadBytes: 4 << 20,
-			MaxGroups:      64,
+			AckWait:         30 * time.Second,
+			MaxDeliver:      5,
+			MaxInFlight:     256,
+			GroupTTL:        24 * time.Hour,
+			ReadAheadMsgs:   1024,
+			ReadAheadBytes:  4 << 20,
+			MaxGroups:       64,
+			ReadAheadBudget: DefaultReadAheadBudget,
 		},
 		Hot:     Hot{Enabled: true, Window: 10 * time.Second, Factor: 10, MinRate: 50, MoveBackBacklog: 32},
 		Metrics: Metrics{ProcRoot: "/proc", SysRoot: "/sys", TopDevices: 10},
@@ -571,6 +605,12 @@ func (c *Config) Validate() error {
 	}
 	if q.MaxGroups < 1 {
 		bad("queue.max_groups", "%d, want >= 1", q.MaxGroups)
+	}
+	if q.ReadAheadBudget != 0 && (q.ReadAheadBudget < MinReadAheadBudget || q.ReadAheadBudget > MaxReadAheadBudget) {
+		bad("queue.read_ahead_budget", "%d bytes, want 0 (no bound) or 256KiB..1GiB", q.ReadAheadBudget)
+	}
+	if c.MemoryLimit != 0 && c.MemoryLimit < MinMemoryLimit {
+		bad("memory_limit", "%d bytes, want 0 (24MiB + 2 × queue.read_ahead_budget) or >= 16MiB", c.MemoryLimit)
 	}
 	seen := map[string]bool{}
 	for i, g := range c.Groups {

@@ -195,7 +195,7 @@ func (r *Registry) StepDown(key GroupKey, handOver bool, deadline time.Time) <-c
 		return done
 	}
 	go func() {
-		ev := event{kind: evDrain, drainUntil: deadline, withdraw: !handOver, done: make(chan error, 1)}
+		ev := event{kind: evDrain, eventExtra: &eventExtra{drainUntil: deadline, withdraw: !handOver}, done: make(chan error, 1)}
 		if err := run.send(ev); err != nil && !errors.Is(err, ErrGroupStopped) {
 			r.logger.Warn("drain on stepping down", "group", key.String(), "hand_over", handOver, "err", err)
 		}
@@ -217,7 +217,7 @@ func (r *Registry) PeerUp(node string, partitions int) {
 	runs := r.runners()
 	r.mu.Unlock()
 	for _, run := range runs {
-		_ = run.send(event{kind: evPeerUp, node: node})
+		_ = run.send(event{kind: evPeerUp, eventExtra: &eventExtra{node: node}})
 	}
 }
 
@@ -251,7 +251,7 @@ func (r *Registry) PeerDown(node string) {
 	runs := r.runners()
 	r.mu.Unlock()
 	for _, run := range runs {
-		_ = run.send(event{kind: evPeerDown, node: node})
+		_ = run.send(event{kind: evPeerDown, eventExtra: &eventExtra{node: node}})
 	}
 	for _, l := range leaves {
 		for _, id := range l.ids {
@@ -324,7 +324,7 @@ func (r *Registry) RemoteMembers(node string, key GroupKey, deliverAll, declared
 		// Every listed member, not only new ones: the runner may have
 		// dropped one whose forward failed (a join of a present member only
 		// sets its credit).
-		evs = append(evs, event{kind: evJoin, member: m.ID, m: r.remoteMember(node, key, m.ID), credit: m.Credit})
+		evs = append(evs, event{kind: evJoin, member: m.ID, eventExtra: &eventExtra{m: r.remoteMember(node, key, m.ID)}, credit: m.Credit})
 	}
 	for id := range old {
 		if _, ok := next[id]; !ok {

@@ -77,7 +77,7 @@ func (r *runner) attach(ctx context.Context, node string, settle time.Duration) 
 	}
 	r.attached[node] = true // being positioned
 	r.positionAt(ctx, node, settle, func(starts []uint64) event {
-		return event{kind: evAttach, node: node, starts: starts}
+		return event{kind: evAttach, eventExtra: &eventExtra{node: node, starts: starts}}
 	})
 }
 
@@ -140,7 +140,7 @@ func (r *runner) confirmPeer(ctx context.Context, node string) {
 		return // never paused, not read yet (attach positions it), or being checked
 	}
 	r.confirming[node] = true
-	r.positionAt(ctx, node, 0, func([]uint64) event { return event{kind: evResume, node: node} })
+	r.positionAt(ctx, node, 0, func([]uint64) event { return event{kind: evResume, eventExtra: &eventExtra{node: node}} })
 }
 
 // pausePeer stops (or restarts) delivering the messages of node's
@@ -276,7 +276,7 @@ func (r *runner) commitRemote(ctx context.Context) {
 			cctx, cancel := context.WithTimeout(ctx, remoteCommitTimeout)
 			err := r.reg.cfg.Peers.Commit(cctx, node, r.key, offsets, false)
 			cancel()
-			_ = r.post(ctx, event{kind: evCommitDone, node: node, offsets: offsets, err: err})
+			_ = r.post(ctx, event{kind: evCommitDone, eventExtra: &eventExtra{node: node, offsets: offsets, err: err}})
 		}()
 	}
 }

@@ -13,14 +13,21 @@ import (
 	"edgeq/wal"
 )
 
-// event is an input for a group's goroutine.
+// event is an input for a group's goroutine. It is kept small (acks are
+// most of them) since every group has a queue of eventQueue of them: the
+// fields of the rare kinds are in eventExtra.
 type event struct {
-	kind       eventKind
-	member     queue.MemberID
-	m          Member
-	credit     int
-	ack        Ack
-	done       chan error // answer for the sender; nil: nobody waits
+	kind   eventKind
+	member queue.MemberID
+	credit int
+	ack    Ack
+	done   chan error // answer for the sender; nil: nobody waits
+	*eventExtra
+}
+
+// eventExtra holds the fields of the rare kinds of event.
+type eventExtra struct {
+	m          Member // evJoin
 	drainUntil time.Time
 	withdraw   bool              // evDrain: a newer leader exists; deliver nothing more
 	node       string            // evPeerUp, evAttach, evCommitDone
@@ -106,6 +113,7 @@ type runner struct {
 	// stats refresh (about a second).
 	recent *hist.Window
 	dirty  bool // local commits since the last offset flush
+	grant  int  // the read-ahead budget's grant last given to the core; 0: none
 }
 
 type runnerStats struct {
@@ -120,7 +128,10 @@ type runnerStats struct {
 // RecentWindow is the span of GroupStats.RecentLatency.
 const RecentWindow = time.Minute
 
-const eventQueue = 4096
+// eventQueue bounds a group's queued events: acks wait (backpressure) when
+// it is full; the runner takes up to 256 at a time. 512 events of 112 B
+// cost each group 56 KiB (4,096 of 232 B cost 32 MiB with 32 groups).
+const eventQueue = 512
 
 // remoteCommitTimeout bounds one commit round trip to a peer.
 const remoteCommitTimeout = 5 * time.Second
@@ -133,6 +144,13 @@ const CommitInterval = 200 * time.Millisecond
 func (r *runner) run(peers []string) {
 	defer r.reg.runnerStopped(r)
 	defer close(r.done)
+	if b := r.reg.budget; b != nil {
+		b.Join(r.gid)
+		defer b.Leave(r.gid)
+		// A record in flight costs only its entry: its bytes are read again
+		// from the local log if it must go out again (rare).
+		r.core.ReleaseDelivered(func(p int) bool { return p < partitionStride }, ReleasedCost)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Commits are made durable (here) and sent to the owners (other
@@ -147,6 +165,7 @@ func (r *runner) run(peers []string) {
 	for _, node := range peers {
 		r.attach(ctx, node, 0)
 	}
+	r.syncBudget()
 	r.apply(ctx)
 	for {
 		if at, ok := r.core.NextDeadline(); ok {
@@ -179,6 +198,7 @@ func (r *runner) run(peers []string) {
 			answer := r.core.Fetched
 			if res.refetch {
 				answer = r.core.Refetched
+				r.reg.counters.rereads.Add(uint64(len(res.msgs)))
 			}
 			if err := answer(res.partition, res.msgs, res.next, time.Now()); err != nil {
 				r.logger.Error("fetch answer refused", "partition", res.partition, "err", err)
@@ -194,6 +214,7 @@ func (r *runner) run(peers []string) {
 			r.flushOffsets()
 			return
 		}
+		r.syncBudget()
 		if r.apply(ctx) {
 			r.recordDrained()
 			r.flushOffsets()
@@ -294,6 +315,22 @@ func (r *runner) apply(ctx context.Context) bool {
 	return false
 }
 
+// syncBudget tells the node's read-ahead budget what the group holds and
+// gives the core its grant. Called before each apply, so a fetch is sized
+// by the latest grant; a group waiting for budget that others free is
+// woken by its next event at the latest (the stats tick, every second).
+func (r *runner) syncBudget() {
+	b := r.reg.budget
+	if b == nil {
+		return
+	}
+	grant := int(b.Report(r.gid, int64(r.core.Cost(RecordCost, ReleasedCost))))
+	if grant != r.grant {
+		r.grant = grant
+		r.core.SetBudget(grant, RecordCost)
+	}
+}
+
 // owner returns the node and local partition of a core partition ID.
 func (r *runner) owner(partition int) (string, int) {
 	return r.reg.nodes.name(partition / partitionStride), partition % partitionStride
@@ -302,7 +339,7 @@ func (r *runner) owner(partition int) (string, int) {
 func (r *runner) deliver(d *queue.Delivery) {
 	now := time.Now()
 	m, ok := r.members[d.Member]
-	rec := r.record(&d.Msg)
+	rec, raw := r.record(&d.Msg)
 	if !ok || rec == nil {
 		// A member that left between the decision and now, or a record that
 		// no longer decodes (checked at read, so not expected): hand it back.
@@ -311,7 +348,7 @@ func (r *runner) deliver(d *queue.Delivery) {
 	}
 	node, part := r.owner(d.Msg.Partition)
 	maybe := d.Deliveries == 1 && d.Msg.Offset <= r.suspect[d.Msg.Partition]
-	r.dv = Delivery{Record: rec, Raw: d.Msg.Data, Node: node, Partition: part, Offset: d.Msg.Offset, Deliveries: d.Deliveries,
+	r.dv = Delivery{Record: rec, Raw: raw, Node: node, Partition: part, Offset: d.Msg.Offset, Deliveries: d.Deliveries,
 		MaybeDelivered: maybe,
 		Ack:            AckHandle{Group: r.gid, Member: d.Member, Partition: d.Msg.Partition, Offset: d.Msg.Offset, Deliveries: d.Deliveries}}
 	r.high[d.Msg.Partition] = max(r.high[d.Msg.Partition], d.Msg.Offset)
@@ -366,26 +403,39 @@ func (r *runner) recordDrained() {
 	r.dirty = true
 }
 
-// record returns the decoded record of m: the one decoded when it was read
-// (Body), or, for a message without one, decoded now into a scratch record.
-// Nil when it does not decode.
-func (r *runner) record(m *queue.Msg) *wal.Record {
+// record returns the decoded record of m and its encoding: the one decoded
+// when it was read (Body), or, for a message without one, decoded now into
+// a scratch record; a message the core released after its first delivery
+// (no Data) is read again from the local log. Nil when it does not decode
+// or is no longer stored.
+func (r *runner) record(m *queue.Msg) (*wal.Record, []byte) {
 	if rec, ok := m.Body.(*wal.Record); ok {
-		return rec
+		return rec, m.Data
 	}
-	if wal.DecodeRecord(m.Data, &r.rec) != nil {
-		return nil
+	raw := m.Data
+	if raw == nil && m.Partition < partitionStride {
+		b, err := r.log.Read(m.Partition, m.Offset, 1, 1)
+		if err != nil || len(b.Entries) == 0 || b.Entries[0].Offset != m.Offset {
+			r.logger.Warn("record to deliver again not found in the log", "partition", m.Partition, "offset", m.Offset, "err", err)
+			return nil, nil
+		}
+		r.reg.counters.rereads.Add(1)
+		r.rec = b.Entries[0].Record
+		return &r.rec, b.Entries[0].Raw
 	}
-	return &r.rec
+	if wal.DecodeRecord(raw, &r.rec) != nil {
+		return nil, nil
+	}
+	return &r.rec, raw
 }
 
 func (r *runner) deadLetter(dl *queue.DeadLetter) {
-	rec := r.record(&dl.Msg)
+	rec, raw := r.record(&dl.Msg)
 	if rec == nil {
 		return
 	}
 	node, part := r.owner(dl.Msg.Partition)
-	d := Delivery{Record: rec, Raw: dl.Msg.Data, Node: node, Partition: part, Offset: dl.Msg.Offset, Deliveries: dl.Deliveries}
+	d := Delivery{Record: rec, Raw: raw, Node: node, Partition: part, Offset: dl.Msg.Offset, Deliveries: dl.Deliveries}
 	if r.reg.cfg.DeadLetters != nil {
 		r.reg.cfg.DeadLetters(r.key.Queue, &d, dl.Reason.String())
 	}

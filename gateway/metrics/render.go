@@ -177,6 +177,23 @@ func renderCommit(e *enc, c *wal.CommitStats) {
 	e.hist(round, c.RoundLatency)
 }
 
+// renderReadAhead writes the node-wide read-ahead budget and what the
+// groups hold.
+func renderReadAhead(e *enc, s *Snapshot) {
+	d := &s.Dispatch
+	e.gauge1("edgeq_readahead_budget_bytes", d.ReadAheadBudget)
+	e.gauge1("edgeq_readahead_used_bytes", d.ReadAheadUsed)
+	e.gauge1("edgeq_readahead_share_bytes", d.ReadAheadShare)
+	e.gauge1("edgeq_readahead_groups", d.ReadAheadGroups)
+	e.gauge1("edgeq_readahead_groups_over_share", d.ReadAheadOver)
+	var held uint64
+	for i := range s.Groups {
+		held += uint64(max(s.Groups[i].Core.InFlight+s.Groups[i].Core.Pending, 0))
+	}
+	e.gauge1("edgeq_readahead_records", held)
+	e.counter1("edgeq_readahead_rereads_total", d.Rereads)
+}
+
 func renderGroups(e *enc, s *Snapshot) {
 	d := s.Dispatch
 	e.counter1("edgeq_dispatch_refused_deliveries_total", d.RefusedDeliveries)
@@ -184,6 +201,7 @@ func renderGroups(e *enc, s *Snapshot) {
 	e.counter1("edgeq_dispatch_stale_acks_total", d.StaleAcks)
 	e.counter1("edgeq_dispatch_removed_groups_total", d.RemovedGroups)
 	e.counter1("edgeq_dispatch_maybe_delivered_total", d.MaybeDelivered)
+	renderReadAhead(e, s)
 	e.gauge1("edgeq_groups", uint64(len(s.Groups)))
 	if len(s.Groups) > 0 {
 		per := []struct {

@@ -128,8 +128,7 @@ func (g *Group) filteredOut(m *Msg) bool {
 // refetchDue returns the aside entry of partition pi to read again now, or -1.
 func (g *Group) refetchDue(pi int32) int {
 	p := &g.parts[pi]
-	if len(p.aside) == 0 || p.refetching || g.drained || (g.draining && !g.drainDelivers()) ||
-		p.held >= g.cfg.ReadAheadMsgs || p.bytes >= g.cfg.ReadAheadBytes {
+	if len(p.aside) == 0 || p.refetching || g.drained || (g.draining && !g.drainDelivers()) || g.full(p) {
 		return -1
 	}
 	for i := range p.aside {
@@ -205,8 +204,8 @@ func (g *Group) Refetched(partition int, msgs []Msg, next uint64, now time.Time)
 		// Room in the device's share and the window; a device holding
 		// nothing here takes one record whatever its size.
 		n, b := g.laneLoad(di, pi)
-		if p.held >= g.cfg.ReadAheadMsgs || p.bytes >= g.cfg.ReadAheadBytes || (n > 0 && (n >= g.shareMsgs || b+len(m.Data) > g.shareBytes ||
-			p.bytes+len(m.Data) > g.cfg.ReadAheadBytes)) {
+		if p.held >= g.cfg.ReadAheadMsgs || p.bytes >= g.cfg.ReadAheadBytes || g.overBudget(p) || (n > 0 && (n >= g.shareMsgs || b+len(m.Data) > g.shareBytes ||
+			p.bytes+len(m.Data) > g.cfg.ReadAheadBytes || !g.budgetFits(p, len(m.Data)))) {
 			a.lo, stopped = m.Offset, true
 			break
 		}
@@ -334,7 +333,7 @@ func (g *Group) evictBase(pi int32) bool {
 // partition pi, and its device's aside entry (-1: none yet).
 func (g *Group) evictable(pi int32) (ei int32, ai int, ok bool) {
 	p := &g.parts[pi]
-	if g.cfg.Ordering != OrderPerDevice || p.base == p.next || p.held >= g.cfg.ReadAheadMsgs {
+	if g.cfg.Ordering != OrderPerDevice || p.base == p.next || p.held >= g.cfg.ReadAheadMsgs || g.overBudget(p) {
 		return noEntry, -1, false
 	}
 	ei = p.slots[p.base&p.mask]

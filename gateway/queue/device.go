@@ -1,5 +1,7 @@
 package queue
 
+import "strings"
+
 // device is the per-device state, kept only while the device has unfinished
 // messages in some window (so the table is bounded by the read-ahead).
 type device struct {
@@ -47,6 +49,9 @@ func (g *Group) deviceFor(id string) int32 {
 		g.devices = append(g.devices, device{})
 		di = int32(len(g.devices) - 1)
 	}
+	// A copy: id may point into the buffer of a whole batch of records
+	// the runner read, which the group would otherwise keep alive.
+	id = strings.Clone(id)
 	d := &g.devices[di]
 	d.id, d.hash, d.sticky = id, hashString(id), noEntry
 	d.run = runState{tail: noEntry, holder: noMember, avoid: noMember}
@@ -219,6 +224,9 @@ func (g *Group) retire(ei int32) {
 	p := &g.parts[e.part]
 	p.bytes -= len(e.msg.Data)
 	p.held--
+	if e.released {
+		p.released--
+	}
 	if e.side {
 		g.retireSide(ei)
 	} else {

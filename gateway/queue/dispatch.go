@@ -113,6 +113,7 @@ func (g *Group) deliver(ei, slot int32) {
 	}
 	out := &g.out[g.cur]
 	out.Deliver = append(out.Deliver, Delivery{Member: m.id, Msg: e.msg, Deliveries: int(e.deliveries)})
+	g.releaseData(ei)
 	if g.window > 1 {
 		g.runDelivered(ei, slot)
 	}

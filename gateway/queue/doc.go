@@ -77,6 +77,14 @@
 //     its further records are set aside (unfinished, not held: the commit
 //     stays below them) and read again when its share has room, so a device
 //     with a backlog does not stall the others of its partition.
+//   - Read-ahead budget (SetBudget, budget.go): a cap on what the group
+//     holds, split among its partitions, on top of the windows; a
+//     partition at its share reads nothing more until acks make room, one
+//     holding nothing always takes a record, and one where a device waits
+//     for its move marker reads on within its window. It changes how far
+//     ahead the group reads, never what goes out next. ReleaseDelivered
+//     drops a delivered record's bytes; the runner reads it again if it
+//     must go out again.
 //   - Drain: stop reading; deliver nothing above the highest offset
 //     delivered in each partition but what is unfinished below it (so the
 //     final commits cover every delivery), wait for in-flight messages

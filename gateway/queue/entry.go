@@ -21,6 +21,7 @@ type entry struct {
 	state      entryState
 	side       bool  // a re-read record, in its partition's side table rather than the ring
 	follow     bool  // queued for the member that holds its device's run (devwindow.go)
+	released   bool  // its Data and Body were dropped after delivery (ReleaseDelivered)
 	part       int32 // index into Group.parts
 	dev        int32 // index into Group.devices
 	deliveries int32

@@ -108,8 +108,10 @@ func (g *Group) acceptBatch(pi int32, msgs []Msg, next uint64) {
 			return
 		}
 		// The first record is taken whatever its size, unless a re-read
-		// (aside.go) used the byte budget up meanwhile.
-		if p.held >= ra || p.bytes >= g.cfg.ReadAheadBytes || (took && p.bytes+len(m.Data) > g.cfg.ReadAheadBytes) {
+		// (aside.go) used the byte budget up meanwhile; likewise under the
+		// read-ahead budget (budget.go).
+		if p.held >= ra || p.bytes >= g.cfg.ReadAheadBytes || (took && p.bytes+len(m.Data) > g.cfg.ReadAheadBytes) ||
+			g.overBudget(p) || (took && !g.budgetFits(p, len(m.Data))) {
 			return
 		}
 		g.accept(pi, m)

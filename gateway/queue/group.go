@@ -13,8 +13,13 @@ type Group struct {
 	rng Rand
 	// shareMsgs, shareBytes: the per-device share of a partition's window (aside.go).
 	shareMsgs, shareBytes int
-	window                int32 // Config.DeviceWindow in effect (devwindow.go)
-	now                   int64 // unix ns of the latest input
+	// budget, perRecord: the read-ahead budget (budget.go); 0: none.
+	budget, perRecord int
+	// release: partitions whose delivered records drop Data (budget.go); nil: none.
+	release      func(partition int) bool
+	releasedCost int   // what a released record costs the budget
+	window       int32 // Config.DeviceWindow in effect (devwindow.go)
+	now          int64 // unix ns of the latest input
 
 	parts   []partition
 	partIdx map[int]int32 // partition ID -> index in parts; bound: Config.MaxPartitions
@@ -85,7 +90,7 @@ func New(cfg Config, start map[int]uint64, rng Rand) (*Group, error) {
 		unassigned:  newEntryQueue(),
 		parked:      newEntryQueue(),
 	}
-	g.shareMsgs, g.shareBytes = g.cfg.deviceShare()
+	g.updateShares()
 	g.window = g.cfg.deviceWindow()
 	// Sorted, so the order of Fetch and Commit actions never depends on map iteration.
 	ids := make([]int, 0, len(start))
@@ -112,6 +117,7 @@ func (g *Group) AddPartition(partition int, next uint64) error {
 		return fmt.Errorf("queue: add partition %d: %w (max %d)", partition, ErrTooManyPartitions, g.cfg.MaxPartitions)
 	}
 	g.addPartition(partition, next)
+	g.updateShares() // the budget's split changed
 	return nil
 }
 

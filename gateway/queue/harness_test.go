@@ -26,7 +26,9 @@ type harness struct {
 	held       []heldDelivery
 	traceFetch bool
 	hold       bool // storage is slow: fetches stay unanswered until release
-	out        strings.Builder
+	// budget, perRecord: the read-ahead budget (SetBudget), kept across restarts.
+	budget, perRecord int
+	out               strings.Builder
 }
 
 type heldDelivery struct {
@@ -137,6 +139,12 @@ func (h *harness) exec(cmd string, pos []string, args map[string]string) error {
 		return h.g.Pause(atoi(args["p"]), cmd == "pause", now)
 	case "stats":
 		h.printStats()
+	case "budget": // budget bytes=N per=M: the read-ahead budget, 0 lifts it
+		h.budget, h.perRecord = atoi(args["bytes"]), atoi(args["per"])
+		h.g.SetBudget(h.budget, h.perRecord)
+	case "usage":
+		n, b := h.g.Usage()
+		h.printf("held %d records, %d bytes, cost %d", n, b, h.g.Cost(h.perRecord, 0))
 	default:
 		return fmt.Errorf("unknown command %q", cmd)
 	}
@@ -157,6 +165,7 @@ func (h *harness) cmdNew(args map[string]string) error {
 	h.parts = []int{0}
 	h.traceFetch = args["trace"] == "fetch"
 	h.hold = false
+	h.budget, h.perRecord = 0, 0
 	var unread []int
 	var err error
 	for k, v := range args {
@@ -232,6 +241,7 @@ func (h *harness) build() error {
 		return err
 	}
 	h.g = g
+	g.SetBudget(h.budget, h.perRecord)
 	h.pending = map[int]Fetch{}
 	h.refetch = map[int]Fetch{}
 	h.held = nil

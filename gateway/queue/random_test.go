@@ -30,15 +30,20 @@ func TestRandomInterleavings(t *testing.T) {
 		ordering Ordering
 		strategy Strategy
 		filter   bool
-		window   int // Config.DeviceWindow; 0: the default
-		seedDiv  int // run 1/seedDiv of the seeds (at least 3): keeps the test's runtime
+		window   int  // Config.DeviceWindow; 0: the default
+		seedDiv  int  // run 1/seedDiv of the seeds (at least 3): keeps the test's runtime
+		budget   bool // a read-ahead budget (SetBudget), changed during the run (random_budget_test.go)
 	}{
-		{"per_device_random", OrderPerDevice, StrategyRandom, false, 0, 0},
-		{"per_device_sticky", OrderPerDevice, StrategySticky, true, 0, 0},
-		{"none_random", OrderNone, StrategyRandom, true, 0, 0},
-		{"none_sticky", OrderNone, StrategySticky, false, 0, 0},
-		{"per_device_window_random", OrderPerDevice, StrategyRandom, false, 3, 10},
-		{"per_device_window_sticky", OrderPerDevice, StrategySticky, true, 3, 20},
+		{"per_device_random", OrderPerDevice, StrategyRandom, false, 0, 0, false},
+		{"per_device_sticky", OrderPerDevice, StrategySticky, true, 0, 0, false},
+		{"none_random", OrderNone, StrategyRandom, true, 0, 0, false},
+		{"none_sticky", OrderNone, StrategySticky, false, 0, 0, false},
+		{"per_device_window_random", OrderPerDevice, StrategyRandom, false, 3, 10, false},
+		{"per_device_window_sticky", OrderPerDevice, StrategySticky, true, 3, 20, false},
+		{"per_device_budget_random", OrderPerDevice, StrategyRandom, false, 0, 4, true},
+		{"per_device_budget_sticky", OrderPerDevice, StrategySticky, true, 0, 8, true},
+		{"none_budget_random", OrderNone, StrategyRandom, true, 0, 8, true},
+		{"per_device_window_budget", OrderPerDevice, StrategyRandom, false, 3, 20, true},
 	}
 	seeds := make([]uint64, 0, *randomSeeds)
 	if *randomSeed != 0 {
@@ -59,6 +64,9 @@ func TestRandomInterleavings(t *testing.T) {
 				m := newModel(t, seed, c.ordering, c.strategy, c.filter)
 				if c.window > 1 {
 					m.setDeviceWindow(c.window)
+				}
+				if c.budget {
+					m.setBudget()
 				}
 				m.run(*randomSteps)
 				if t.Failed() {
@@ -116,6 +124,7 @@ type model struct {
 	paused      map[int]bool // partitions paused in this instance
 
 	win *windowModel // the device window checks (random_window_test.go); nil without a window
+	bud *budgetModel // the read-ahead budget (random_budget_test.go); nil without one
 
 	log    []string       // recent steps, printed on failure
 	counts map[string]int // what the run exercised, for -v
@@ -200,6 +209,7 @@ func (m *model) build() {
 		m.fail("new: %v", err)
 	}
 	m.g = g
+	m.applyBudget()
 	m.pending, m.fetched, m.tries, m.open = map[int]Fetch{}, map[Ref]bool{}, map[Ref]int{}, map[Ref]bool{}
 	m.refetch = map[int]Fetch{}
 	m.flight, m.termed, m.firstSeq = nil, map[Ref]bool{}, map[devKey]uint64{}
@@ -231,6 +241,10 @@ func (m *model) run(steps int) {
 }
 
 func (m *model) step(i int) {
+	if m.bud != nil && m.rng.IntN(40) == 0 {
+		m.changeBudget()
+		return
+	}
 	r := m.rng.IntN(1000)
 	switch {
 	case r < 250:
@@ -329,6 +343,7 @@ func (m *model) answerFetch(all bool) bool {
 			continue
 		}
 		delete(m.pending, p)
+		m.noteExempt(p)
 		m.logf("fetched p%d from %d: %d records, next %d", p, f.From, len(msgs), next)
 		if err := m.g.Fetched(p, msgs, next, m.now); err != nil {
 			m.fail("fetched p%d: %v", p, err)
@@ -361,6 +376,7 @@ func (m *model) answerRefetch(all bool) bool {
 		}
 		msgs, next := m.store.read(p, f.From, maxMsgs, f.MaxBytes)
 		delete(m.refetch, p)
+		m.noteExempt(p)
 		m.logf("refetched p%d from %d: %d records, next %d", p, f.From, len(msgs), next)
 		if err := m.g.Refetched(p, msgs, next, m.now); err != nil {
 			m.fail("refetched p%d: %v", p, err)
@@ -645,8 +661,11 @@ func (m *model) onDeliver(d Delivery) {
 	if !ok || !m.fetched[ref] {
 		m.fail("delivered %s, which this instance never fetched", ref)
 	}
-	if rec.Kind != KindData || rec.Device != d.Msg.Device || rec.Seq != d.Msg.Seq || string(rec.Data) != string(d.Msg.Data) {
+	if rec.Kind != KindData || rec.Device != d.Msg.Device || rec.Seq != d.Msg.Seq || (string(rec.Data) != string(d.Msg.Data) && !m.releasedData(d)) {
 		m.fail("delivered %s does not match storage: %+v", ref, d.Msg)
+	}
+	if m.releasedData(d) {
+		m.counts["redeliveries read again"]++
 	}
 	if m.cfg.Filter != nil && !m.cfg.Filter(&rec) {
 		m.fail("delivered %s, which the filter rejects", ref)
@@ -821,6 +840,7 @@ func (m *model) checkBounds() {
 			break
 		}
 	}
+	m.checkBudget(s)
 	if s.InFlight != len(m.flight) {
 		m.fail("group has %d in flight, model %d", s.InFlight, len(m.flight))
 	}

@@ -23,6 +23,7 @@ type partition struct {
 	mask      uint64
 	bytes     int    // len(Data) of the unfinished records in the window
 	held      int    // unfinished records held (ring and side); at most Config.ReadAheadMsgs
+	released  int    // of them, those whose data was dropped after delivery (ReleaseDelivered)
 	committed uint64 // offset of the last Commit emitted, or the start position - 1
 	// highDelivered: the highest offset delivered by this group (a draining
 	// group's mark, drain.go).
@@ -119,7 +120,7 @@ func (g *Group) fetchDue(p *partition) bool {
 	if p.fromEnd {
 		return true
 	}
-	if p.blocked || p.held >= g.cfg.ReadAheadMsgs || p.bytes >= g.cfg.ReadAheadBytes {
+	if p.blocked || g.full(p) {
 		return false
 	}
 	if p.span() < g.cfg.ReadAheadMsgs {
@@ -142,11 +143,12 @@ func (g *Group) collectFetches(out *Ready) {
 			out.Fetch = append(out.Fetch, Fetch{Partition: p.id, End: true})
 			continue
 		}
+		maxMsgs, maxBytes := g.fetchLimits(p, g.cfg.ReadAheadMsgs-max(p.span(), p.held), g.cfg.ReadAheadBytes-p.bytes)
 		out.Fetch = append(out.Fetch, Fetch{
 			Partition: p.id,
 			From:      p.next,
-			MaxMsgs:   g.cfg.ReadAheadMsgs - max(p.span(), p.held),
-			MaxBytes:  g.cfg.ReadAheadBytes - p.bytes,
+			MaxMsgs:   maxMsgs,
+			MaxBytes:  maxBytes,
 		})
 	}
 	g.collectRefetches(out)
