@@ -236,14 +236,14 @@ func (l *Log) Append(ctx context.Context, rec *Record) (Position, error) {
 }
 
 // AppendAsync queues rec and calls cb exactly once with its position when it is
-// durable, or with an error. cb runs on a partition's writer goroutine (or on
+// durable (when rec.NoWait: once it is written to the OS), or with an error. cb runs on a partition's writer goroutine (or on
 // the caller's goroutine when the append is refused at once) and must not
 // block; it is how bridges and connections acknowledge publishers after group
 // commit. The log reads rec until
 // cb is called. AppendAsync blocks only while the partition's queue is full.
 func (l *Log) AppendAsync(rec *Record, cb func(Position, error)) {
 	r := getReq()
-	r.rec, r.kind, r.cb = rec, KindData, cb
+	r.rec, r.kind, r.cb, r.lazy = rec, KindData, cb, rec.NoWait
 	if err := l.enqueue(context.Background(), r); err != nil {
 		putReq(r)
 		cb(Position{}, err)
@@ -310,6 +310,33 @@ func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 		case <-t.C:
 		}
 	}
+}
+
+// Sync returns once every record written so far (records nobody waits for
+// included) is durable under the durability mode: it waits for a commit
+// round like an append that waits, paced the same way.
+func (l *Log) Sync(ctx context.Context) error {
+	target := make([]uint64, len(l.parts))
+	for i, p := range l.parts {
+		target[i] = p.last.Load()
+	}
+	l.commit.demand.Add(1)
+	defer l.commit.demand.Add(-1)
+	l.commit.kick()
+	for i, p := range l.parts {
+		for {
+			ch := p.waitChan()
+			if p.durable.Load() >= target[i] {
+				break
+			}
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
 }
 
 // Close stops the writers and the committer after they have made everything queued durable,
