@@ -58,8 +58,8 @@ type CommitStats struct {
 	Rounds       uint64 // fsync rounds
 	RoundRecords uint64 // records made durable by fsync rounds
 	RoundBytes   uint64 // bytes made durable by fsync rounds
-	Fsyncs       uint64 // fsync calls, all partitions
-	WrittenBytes uint64 // bytes written to the OS, all partitions
+	Fsyncs       uint64 // fsync calls, all partitions and the offsets journal
+	WrittenBytes uint64 // bytes written to the OS, all partitions and the offsets journal
 	RoundLatency hist.Snapshot
 }
 

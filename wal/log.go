@@ -179,7 +179,11 @@ func (l *Log) open() error {
 	if err := l.checkpoint(); err != nil {
 		return err
 	}
-	l.offsets, err = openOffsetStore(l.dir)
+	lazy := l.opts.LazySync
+	if lazy <= 0 {
+		lazy = time.Second
+	}
+	l.offsets, err = openOffsetStore(l.dir, lazy)
 	return err
 }
 
@@ -360,7 +364,7 @@ func (l *Log) Close() error {
 	<-l.bgDone
 	l.retMu.Lock() // a retention run started by a caller finishes first
 	l.retMu.Unlock()
-	errs := []error{l.checkpoint(), l.offsets.Flush()}
+	errs := []error{l.checkpoint(), l.offsets.close()}
 	errs = append(errs, l.closeParts())
 	errs = append(errs, l.lock.Close())
 	return errors.Join(errs...)
