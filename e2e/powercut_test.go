@@ -67,6 +67,7 @@ type moment struct {
 
 var (
 	segmentRE = regexp.MustCompile(`^data/wal/p(\d{3})/\d{20}$`)
+	journalRE = regexp.MustCompile(`^data/wal/journal/\d{20}$`)
 	walDirRE  = regexp.MustCompile(`^data/wal/p\d{3}/`)
 )
 
@@ -87,7 +88,10 @@ func powerCutMoments(partitions int) []moment {
 		}},
 		{"group commit: right after the fsync", 100, func(e powerfs.Event) bool {
 			_, ok := segmentOf(e.Path)
-			return e.Op == powerfs.OpFsync && ok
+			return e.Op == powerfs.OpFsync && (ok || journalRE.MatchString(e.Path))
+		}},
+		{"commit journal: a round written, not yet fsynced", 100, func(e powerfs.Event) bool {
+			return e.Op == powerfs.OpWrite && journalRE.MatchString(e.Path)
 		}},
 		{"segment roll: new segment created", 3, func(e powerfs.Event) bool {
 			_, ok := segmentOf(e.Path)
@@ -261,11 +265,9 @@ func (pc *powerCut) checkDurable(epoch int) {
 	}
 	last := map[int]uint64{}
 	for _, p := range rep.Partitions {
-		l := p.Last
-		if p.BadTail > 0 && l >= p.BadTail {
-			l -= p.BadTail
-		}
-		last[p.Partition] = l
+		// What the next open has: the valid records, and what the commit
+		// journal restores of those the file lost.
+		last[p.Partition] = p.OpenLast
 	}
 	pc.mu.Lock()
 	for payload, a := range pc.acks {

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,16 @@ type committer struct {
 	demand     atomic.Int64 // Sync calls waiting for a round
 	pacer      *pacer       // the committer goroutine's alone
 
+	// The commit journal (journal.go): nil under durability none. While it
+	// works a round is one journal fsync; after a journal error (broken) the
+	// rounds fsync each partition file as before.
+	j        *journal
+	broken   atomic.Bool
+	cur      *roundResult // the running round; set before its orders go out
+	ckpt     bool         // the orders out are a checkpoint's: fsync the file
+	ckptFail atomic.Bool
+	logger   *slog.Logger
+
 	rounds       atomic.Uint64
 	roundRecords atomic.Uint64
 	roundBytes   atomic.Uint64
@@ -60,11 +71,23 @@ type CommitStats struct {
 	RoundBytes   uint64 // bytes made durable by fsync rounds
 	Fsyncs       uint64 // fsync calls, all partitions and the offsets journal
 	WrittenBytes uint64 // bytes written to the OS, all partitions and the offsets journal
-	RoundLatency hist.Snapshot
+	// JournalFsyncs are the commit journal's fsyncs (one per round while it
+	// works), Checkpoints the times it was emptied.
+	JournalFsyncs, Checkpoints uint64
+	RoundLatency               hist.Snapshot
 }
 
-func newCommitter(parts []*partition, opts *Options) *committer {
+// roundResult is a journaled round's outcome, for the writers that gave
+// their records to it: done closes once the journal fsync returned.
+type roundResult struct {
+	done chan struct{}
+	err  error
+}
+
+func newCommitter(parts []*partition, opts *Options, j *journal, logger *slog.Logger) *committer {
 	return &committer{
+		j:         j,
+		logger:    logger,
 		parts:     parts,
 		opts:      opts,
 		wake:      make(chan struct{}, 1),
@@ -163,7 +186,10 @@ func (c *committer) run() {
 	}
 }
 
-// round orders every dirty writer to fsync and waits for all of them.
+// round orders every dirty writer to make its unsynced records durable and
+// waits for all of them: with the journal, each gives its records to the
+// journal's batch, which is written and fsynced once; without it, each
+// fsyncs its own file.
 func (c *committer) round() {
 	start := time.Now()
 	c.dirty = c.dirty[:0]
@@ -176,25 +202,89 @@ func (c *committer) round() {
 		return
 	}
 	c.rounds.Add(1) // before the acks go out, so that whoever saw an ack sees it
+	res := &roundResult{done: make(chan struct{})}
+	c.cur = res
 	c.roundWG.Add(len(c.dirty))
 	for _, p := range c.dirty {
 		p.syncOrder <- struct{}{}
 	}
 	c.roundWG.Wait()
+	if c.journaled() {
+		if res.err = c.j.commit(); res.err != nil {
+			c.broken.Store(true)
+			c.logger.Error("commit journal failed: rounds fsync each partition from now on", "err", res.err)
+		}
+	}
+	close(res.done)
 	c.roundTime.Observe(time.Since(start))
+	if c.journaled() && c.j.full() {
+		c.checkpoint()
+	}
 }
 
-// synced is a writer's fsync in a round: bounded by syncSem.
+func (c *committer) journaled() bool { return c.j != nil && !c.broken.Load() }
+
+// checkpoint fsyncs every partition file written since the last checkpoint,
+// then empties the journal: what it held is in the files now.
+func (c *committer) checkpoint() {
+	c.ckpt = true
+	c.roundWG.Add(len(c.parts))
+	for _, p := range c.parts {
+		p.syncOrder <- struct{}{}
+	}
+	c.roundWG.Wait()
+	c.ckpt = false
+	if c.ckptFail.Swap(false) {
+		c.broken.Store(true) // the journal keeps what the files may have lost; open replays it
+		c.logger.Error("checkpoint: a partition fsync failed; rounds fsync each partition from now on")
+		return
+	}
+	if err := c.j.reset(); err != nil {
+		c.broken.Store(true)
+		c.logger.Error("checkpoint: emptying the commit journal failed; rounds fsync each partition from now on", "err", err)
+	}
+}
+
+// synced is a writer's part of a round (or checkpoint).
 func (c *committer) synced(p *partition) {
-	if p.unsyncedN > 0 {
-		// Counted before the acks go out, so that whoever saw an ack sees it.
-		c.roundRecords.Add(uint64(p.unsyncedN))
-		c.roundBytes.Add(uint64(p.unsyncedBytes))
+	if c.ckpt {
+		if p.unckpt.Swap(false) {
+			c.syncSem <- struct{}{}
+			if err := p.syncFile(); err != nil {
+				c.ckptFail.Store(true)
+			}
+			<-c.syncSem
+		}
+		c.roundWG.Done()
+		return
+	}
+	if p.unsyncedN == 0 {
+		c.roundWG.Done()
+		return
+	}
+	// Counted before the acks go out, so that whoever saw an ack sees it.
+	c.roundRecords.Add(uint64(p.unsyncedN))
+	c.roundBytes.Add(uint64(p.unsyncedBytes))
+	if !c.journaled() {
 		c.syncSem <- struct{}{}
 		p.commit(c, true)
 		<-c.syncSem
+		c.roundWG.Done()
+		return
 	}
+	res := c.cur
+	last := p.last.Load()
+	c.j.add(p.id, last-uint64(p.unsyncedN)+1, p.frame, p.unsyncedN)
 	c.roundWG.Done()
+	<-res.done
+	if res.err != nil {
+		p.flush(p.pending) // the partition's own fsync, as without a journal
+	} else {
+		p.synced.Store(last)
+		p.publishDurable(last)
+		completeAll(p.pending, nil)
+	}
+	p.finish(c)
 }
 
 func (c *committer) stats(parts []PartitionStats) CommitStats {
@@ -207,6 +297,12 @@ func (c *committer) stats(parts []PartitionStats) CommitStats {
 	for i := range parts {
 		s.Fsyncs += parts[i].Fsyncs
 		s.WrittenBytes += parts[i].WrittenBytes
+	}
+	if c.j != nil {
+		s.Fsyncs += c.j.fsyncs.Load()
+		s.WrittenBytes += c.j.written.Load()
+		s.JournalFsyncs = c.j.fsyncs.Load()
+		s.Checkpoints = c.j.checkpoints.Load()
 	}
 	return s
 }
@@ -275,6 +371,7 @@ drain:
 	case p.opts.Durability == DurabilityNone:
 		p.commit(c, false)
 	default:
+		p.unckpt.Store(true)
 		waiters = len(p.pending) - waiters
 		p.counted += waiters
 		c.wrote(p, p.unsyncedBytes-before, waiters, first)

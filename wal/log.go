@@ -51,6 +51,7 @@ type Log struct {
 	lock   *os.File
 
 	parts   []*partition
+	journal *journal // the commit journal (nil under durability none)
 	commit  *committer
 	drained sync.WaitGroup // writers that have not yet drained their closed queue
 	writers sync.WaitGroup // writer goroutines running
@@ -84,6 +85,7 @@ type rejectCounters struct {
 // OpenReport tells what Open found and repaired, per partition.
 type OpenReport struct {
 	Partitions      []PartitionReport
+	Journal         JournalReport
 	ScannedRecords  uint64 // records read to rebuild the device table
 	CheckpointFound bool
 	Duration        time.Duration
@@ -132,11 +134,14 @@ func Open(dir string, opts Options, logger *slog.Logger) (*Log, error) {
 	}
 	if err := l.open(); err != nil {
 		l.closeParts()
+		if l.journal != nil {
+			_ = l.journal.close()
+		}
 		_ = lock.Close()
 		return nil, err
 	}
 	l.report.Duration = time.Since(start)
-	l.commit = newCommitter(l.parts, &l.opts)
+	l.commit = newCommitter(l.parts, &l.opts, l.journal, l.logger)
 	for _, p := range l.parts {
 		l.drained.Add(1)
 		l.writers.Add(1)
@@ -167,6 +172,24 @@ func (l *Log) open() error {
 		if pr := l.report.Partitions[i]; pr.Repaired() || pr.BadInside > 0 {
 			l.logger.Warn("partition repaired on open", "partition", i, "torn_bytes", pr.TornBytes,
 				"bad_tail_records", pr.BadTail, "bad_records_inside", pr.BadInside, "temp_files", pr.TempFiles)
+		}
+	}
+	// Records the partition files lost in a power cut come back from the
+	// commit journal before anything reads the partitions.
+	jrep, err := replayJournal(l.dir, l.parts, l.logger)
+	l.report.Journal = jrep
+	if err != nil {
+		return err
+	}
+	if jrep.Replayed > 0 || jrep.Gaps > 0 {
+		l.logger.Warn("commit journal replayed", "records", jrep.Replayed, "entries", jrep.Entries, "gaps", jrep.Gaps)
+	}
+	for i, p := range l.parts {
+		l.report.Partitions[i].Last = p.last.Load()
+	}
+	if l.opts.Durability != DurabilityNone {
+		if l.journal, err = openJournal(l.dir, l.logger); err != nil {
+			return err
 		}
 	}
 	devices, found, scanned, err := recoverDevices(l.dir, l.parts, l.opts.MaxDevices, l.logger)
@@ -365,7 +388,15 @@ func (l *Log) Close() error {
 	l.retMu.Lock() // a retention run started by a caller finishes first
 	l.retMu.Unlock()
 	errs := []error{l.checkpoint(), l.offsets.close()}
-	errs = append(errs, l.closeParts())
+	perr := l.closeParts() // fsyncs every partition file
+	errs = append(errs, perr)
+	if l.journal != nil {
+		errs = append(errs, l.journal.close())
+		if perr == nil {
+			// Everything the journal held is in the files: start empty.
+			errs = append(errs, removeSegments(l.journal.dir))
+		}
+	}
 	errs = append(errs, l.lock.Close())
 	return errors.Join(errs...)
 }

@@ -49,6 +49,11 @@ type partition struct {
 
 	segTimes map[uint64]int64 // newest ingest time per finished segment; guarded by mu
 
+	// firstBad: at open, the first record of the tail segment whose CRC fails
+	// with valid ones after it (a hole a power cut left in what was not
+	// fsynced); the commit journal's replay restores from there.
+	firstBad uint64
+
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced when durable or first moves
 
@@ -56,6 +61,7 @@ type partition struct {
 
 	dirty      atomic.Bool   // has unsynced data the committer has not ordered synced yet
 	dirtySince atomic.Int64  // when the oldest unsynced data was written (committer time)
+	unckpt     atomic.Bool   // written since the last checkpoint: its file needs an fsync
 	syncOrder  chan struct{} // cap 1: the committer's order to fsync now
 
 	// writer-owned
@@ -173,7 +179,7 @@ func (p *partition) open() (openReport, error) {
 	}
 	// Frames that parse can still be garbage (zero fill, a sector of another
 	// file): validate the last segment's records by CRC and cut an invalid tail.
-	validLast, badInside, err := validateTail(p.dir)
+	validLast, badInside, firstBad, err := validateTail(p.dir)
 	if err != nil {
 		_ = l.Close()
 		return rep, fmt.Errorf("wal: validate partition %d: %w", p.id, err)
@@ -194,6 +200,9 @@ func (p *partition) open() (openReport, error) {
 		}
 	}
 	rep.BadInside = badInside
+	if badInside > 0 {
+		p.firstBad = firstBad // the commit journal may hold those records
+	}
 	if err := fsutil.SyncDir(p.dir); err != nil {
 		_ = l.Close()
 		return rep, err
@@ -219,21 +228,24 @@ func (p *partition) open() (openReport, error) {
 // validateTail checks the CRC of every record in the last segment. It returns
 // the index of the last valid record (everything after it is a bad tail) and the
 // number of bad records before it.
-func validateTail(dir string) (validLast uint64, badInside uint64, err error) {
+func validateTail(dir string) (validLast, badInside, firstBad uint64, err error) {
 	segs, err := listSegments(dir)
 	if err != nil || len(segs) == 0 {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	tail := segs[len(segs)-1]
 	data, err := readFile(tail.path)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	validLast = tail.first - 1
 	var bad uint64
 	var rec Record
 	scanFrames(data, math.MaxUint64, func(i uint64, frame []byte) {
 		if DecodeRecord(frame, &rec) != nil {
+			if firstBad == 0 {
+				firstBad = tail.first + i
+			}
 			bad++
 			return
 		}
@@ -241,7 +253,7 @@ func validateTail(dir string) (validLast uint64, badInside uint64, err error) {
 		bad = 0
 		validLast = tail.first + i
 	})
-	return validLast, badInside, nil
+	return validLast, badInside, firstBad, nil
 }
 
 // refreshSize recounts the bytes of all segment files and returns the size of
@@ -425,6 +437,11 @@ func (p *partition) commit(c *committer, sync bool) {
 		p.publishDurable(p.last.Load())
 		completeAll(p.pending, nil)
 	}
+	p.finish(c)
+}
+
+// finish forgets pending and the unsynced records once they are completed.
+func (p *partition) finish(c *committer) {
 	if p.counted > 0 {
 		c.waiting.Add(-int64(p.counted))
 		p.counted = 0
@@ -456,6 +473,20 @@ func (p *partition) flush(pending []*appendReq) {
 		p.publishDurable(p.last.Load())
 	}
 	completeAll(pending, err)
+}
+
+// syncFile fsyncs the partition file at a checkpoint (its records are
+// durable in the journal already).
+func (p *partition) syncFile() error {
+	start := time.Now()
+	err := p.log.Sync()
+	p.stats.fsyncLatency.Observe(time.Since(start))
+	p.stats.fsyncs.Add(1)
+	if err != nil {
+		p.stats.writeErrors.Add(1)
+		p.logger.Error("checkpoint fsync", "err", err)
+	}
+	return err
 }
 
 func (p *partition) sync() error {
