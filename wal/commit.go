@@ -376,4 +376,7 @@ drain:
 		p.counted += waiters
 		c.wrote(p, p.unsyncedBytes-before, waiters, first)
 	}
+	// After wrote: whoever got a record back knows that the next round
+	// started from now on takes it.
+	p.completeLazy()
 }

@@ -34,6 +34,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// offsetsLazyFactor: offset commits nobody waits for (the runners' periodic
+// flush) are fsynced within this many lazy_sync (5 s by default).
+const offsetsLazyFactor = 5
+
 // Errors of the log.
 var (
 	ErrClosed         = errors.New("wal: log closed")
@@ -202,11 +206,13 @@ func (l *Log) open() error {
 	if err := l.checkpoint(); err != nil {
 		return err
 	}
+	// Offsets nobody waits for are fsynced within offsetsLazyFactor ×
+	// lazy_sync: losing them costs redeliveries, never data.
 	lazy := l.opts.LazySync
 	if lazy <= 0 {
 		lazy = time.Second
 	}
-	l.offsets, err = openOffsetStore(l.dir, lazy)
+	l.offsets, err = openOffsetStore(l.dir, offsetsLazyFactor*lazy)
 	return err
 }
 

@@ -68,6 +68,7 @@ type partition struct {
 	batch     twal.Batch
 	tailBytes int          // bytes in the tail segment, to notice when tidwall cycles
 	pending   []*appendReq // waiters: written to the OS, waiting for the next fsync round
+	lazy      []*appendReq // written, nobody waits: completed right after the committer is told
 	counted   int          // waiters counted in the committer's waiting total
 	// Every record written since the last fsync, encoded (unsyncedBuf up to
 	// unsyncedEnds[i] is record i): a failed fsync leaves them in an unknown
@@ -403,9 +404,9 @@ func (p *partition) reopenLocked(last uint64) error {
 	return nil
 }
 
-// write writes a batch of new appends: those nobody waits for are completed
-// at once (the log no longer reads their records), the others wait in
-// pending for the next fsync round. One retry covers a transient error (the
+// write writes a batch of new appends: those nobody waits for go to lazy,
+// to be completed once the committer knows of them (the log no longer reads
+// their records), the others wait in pending for the next fsync round. One retry covers a transient error (the
 // handle was repaired back to the last good record); a persistent one
 // (ENOSPC) fails the batch at once.
 func (p *partition) write(batch []*appendReq) {
@@ -421,11 +422,18 @@ func (p *partition) write(batch []*appendReq) {
 	p.unsyncedBytes += n
 	for _, r := range batch {
 		if r.lazy && p.opts.Durability != DurabilityNone {
-			r.complete(nil)
+			p.lazy = append(p.lazy, r) // completed once the committer knows of them
 		} else {
 			p.pending = append(p.pending, r)
 		}
 	}
+}
+
+// completeLazy hands back the written records nobody waits for.
+func (p *partition) completeLazy() {
+	completeAll(p.lazy, nil)
+	clear(p.lazy)
+	p.lazy = p.lazy[:0]
 }
 
 // commit completes pending: after an fsync (sync true) or, under
