@@ -28,6 +28,16 @@ var (
 	nodeWrapper = os.Getenv("EDGEQ_E2E_WRAPPER")
 )
 
+// TestMain builds the binary once for the whole package.
+//
+// Tests run one after another, except two long ones that mostly wait on
+// the clock (paced publishers) or build a tool: they call t.Parallel and run
+// side by side after the others. Each has its own node, ports and temp dirs
+// and asserts no absolute speed. Tests that mount a power-cut file system
+// stay serial: with two mounts in the process (and with a node started
+// while one unmounted), tests hung for minutes and came free at the same
+// instant. This package is the longest of make unit: its wall time is what
+// CI waits for.
 func TestMain(m *testing.M) {
 	if os.Getenv(nsqHelperEnv) != "" {
 		os.Exit(nsqHelperMain()) // a consumer process for TestNSQConsumers to kill

@@ -446,6 +446,7 @@ func TestNSQPublishDurable(t *testing.T) {
 // (found through the nsqlookupd endpoint) consume channels of edgeq and get
 // every message.
 func TestNSQTools(t *testing.T) {
+	t.Parallel() // builds the NSQ tools while another test waits (see TestMain)
 	toFile, tail := nsqTool(t, "nsq_to_file"), nsqTool(t, "nsq_tail")
 	n, addr := newNSQNode(t, "groups:\n  - subject: telemetry.>\n    queue: archive\n  - subject: telemetry.>\n    queue: tail\n")
 	n.start()
