@@ -22,11 +22,13 @@ grep -rl --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' . 
   dir=${dir#./}
   targets=$(grep -ohE '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' "$dir"/*_test.go | sed -E 's/^func (Fuzz[A-Za-z0-9_]+).*/\1/' | sort)
   bin="$tmp/$(echo "$dir" | tr / _).test"
-  echo "fuzz: build ./$dir"
+  start=$SECONDS
   go test -c -fuzz=. -o "$bin" "./$dir" >"$tmp/log" 2>&1 || { cat "$tmp/log"; exit 1; }
+  echo "fuzz: built ./$dir in $((SECONDS - start))s"
   for target in $targets; do
-    echo "fuzz ./$dir $target ($fuzztime)"
+    start=$SECONDS
     (cd "$root/$dir" && "$bin" -test.run='^$' -test.fuzz="^${target}\$" -test.fuzztime="$fuzztime" \
       -test.timeout=5m -test.fuzzcachedir="$cache/$module/$dir") >"$tmp/log" 2>&1 || { cat "$tmp/log"; exit 1; }
+    echo "fuzz ./$dir $target ($fuzztime): $((SECONDS - start))s"
   done
 done
