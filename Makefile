@@ -40,12 +40,9 @@ test-deps:
 	@scripts/install-test-deps.sh
 
 # The race detector needs cgo. go vet runs in full in lint (make test runs
-# both), so go test's own subset of it is not run a second time here. -p 3:
-# the e2e package mostly waits on its processes and holds one slot for the
-# whole run; the others share the rest.
-UNITP ?= 3
+# both), so go test's own subset of it is not run a second time here.
 unit:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 45m -vet=off -p $(UNITP) ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 45m -vet=off ./...
 
 fuzz:
 	@scripts/fuzz-short.sh $(FUZZTIME)
