@@ -14,8 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"edgeq/wal"
 )
 
 // JetStream consumers of the real binary with real clients (nats.go's
@@ -75,14 +73,21 @@ func nextOne(t *testing.T, ctx context.Context, c jetstream.Consumer, wait time.
 // committedOnDisk is the group's committed offset in the offset file (the
 // highest over partitions: the test's device lives in one).
 func committedOnDisk(n *node, consumer string) uint64 {
-	dirs, _ := filepath.Glob(filepath.Join(n.dataDir, "*"))
+	paths, _ := filepath.Glob(filepath.Join(n.dataDir, "*", "offsets.json"))
+	more, _ := filepath.Glob(filepath.Join(n.dataDir, "offsets.json"))
 	var best uint64
-	for _, d := range append(dirs, n.dataDir) {
-		consumers, err := wal.ReadOffsets(d)
+	for _, p := range append(paths, more...) {
+		b, err := os.ReadFile(p)
 		if err != nil {
 			continue
 		}
-		for _, off := range consumers[consumer] {
+		var doc struct {
+			Consumers map[string]map[string]uint64 `json:"consumers"`
+		}
+		if json.Unmarshal(b, &doc) != nil {
+			continue
+		}
+		for _, off := range doc.Consumers[consumer] {
 			best = max(best, off)
 		}
 	}
