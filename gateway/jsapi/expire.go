@@ -49,10 +49,12 @@ func (s *Service) Expire(now time.Time) []string {
 	if len(gone) > 0 {
 		err = s.saveLocked()
 	}
+	// Counted before the lock goes: whoever sees a consumer gone sees it
+	// counted (a test read 0 between the two).
+	s.Expired.Add(uint64(len(gone)))
 	s.mu.Unlock()
 	names := make([]string, 0, len(gone))
 	for _, c := range gone {
-		s.Expired.Add(1)
 		names = append(names, c.Name)
 		s.logger.Info("inactive consumer removed", "consumer", c.Name, "ephemeral", c.Ephemeral, "inactive_threshold", c.Config.InactiveThreshold)
 		if s.hooks.Deleted != nil {
