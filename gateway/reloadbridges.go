@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"edgeq/bridge/modbus"
@@ -122,87 +123,51 @@ func (n *Node) reloadBridges(cfg config.Config) (changed []string, err error) {
 		n.queues.Leave(r.key, queue.MemberID("uplink:"+r.u.Name()))
 	}
 
-	keep := func(n int, stop []int) []int {
-		gone := map[int]bool{}
-		for _, i := range stop {
-			gone[i] = true
-		}
-		var out []int
-		for i := 0; i < n; i++ {
-			if !gone[i] {
-				out = append(out, i)
-			}
-		}
-		return out
-	}
 	var next bridgeConfigs
-	var mqtts []*mqtt.Bridge
-	for _, i := range keep(len(n.mqtt), mStop) {
-		mqtts, next.mqtt = append(mqtts, n.mqtt[i]), append(next.mqtt, cur.mqtt[i])
-	}
-	for _, j := range mStart {
-		mc := cfg.MQTT[j]
+	mqtts, mqttCfgs, mErrs := restartChanged(n.mqtt, cur.mqtt, cfg.MQTT, mStop, mStart, func(mc config.MQTTBridge) (*mqtt.Bridge, error) {
 		b, err := mqtt.New(mqtt.Config(mc), n.id, n.ingest, n.logger)
 		if err == nil {
 			err = b.Start(ctx)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("mqtt bridge %s: %w", mc.Name, err))
-			continue
+			return nil, fmt.Errorf("mqtt bridge %s: %w", mc.Name, err)
 		}
-		mqtts, next.mqtt = append(mqtts, b), append(next.mqtt, mc)
-	}
-	var ports []*serial.Port
-	for _, i := range keep(len(n.serial), sStop) {
-		ports, next.serial = append(ports, n.serial[i]), append(next.serial, cur.serial[i])
-	}
-	for _, j := range sStart {
-		sc := cfg.Serial[j]
+		return b, nil
+	})
+	ports, serialCfgs, sErrs := restartChanged(n.serial, cur.serial, cfg.Serial, sStop, sStart, func(sc serial.Config) (*serial.Port, error) {
 		p, err := serial.New(sc, n.ingest, n.logger)
 		if err == nil {
 			err = p.Start(ctx)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("serial port %s: %w", sc.Name, err))
-			continue
+			return nil, fmt.Errorf("serial port %s: %w", sc.Name, err)
 		}
-		ports, next.serial = append(ports, p), append(next.serial, sc)
-	}
-	var buses []*modbus.Bus
-	for _, i := range keep(len(n.modbus), bStop) {
-		buses, next.modbus = append(buses, n.modbus[i]), append(next.modbus, cur.modbus[i])
-	}
-	for _, j := range bStart {
-		bc := cfg.Modbus[j]
+		return p, nil
+	})
+	buses, modbusCfgs, bErrs := restartChanged(n.modbus, cur.modbus, cfg.Modbus, bStop, bStart, func(bc config.ModbusBus) (*modbus.Bus, error) {
 		b, err := modbus.New(modbus.Config(bc), n.ingest, n.logger)
 		if err == nil {
 			err = b.Start(ctx)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("modbus bus %s: %w", bc.Name, err))
-			continue
+			return nil, fmt.Errorf("modbus bus %s: %w", bc.Name, err)
 		}
-		buses, next.modbus = append(buses, b), append(next.modbus, bc)
-	}
-	var ups []*uplinkRun
-	for _, i := range keep(len(n.uplinks), uStop) {
-		ups, next.uplinks = append(ups, n.uplinks[i]), append(next.uplinks, cur.uplinks[i])
-	}
-	for _, j := range uStart {
-		c := cfg.Uplinks[j]
+		return b, nil
+	})
+	ups, uplinkCfgs, uErrs := restartChanged(n.uplinks, cur.uplinks, cfg.Uplinks, uStop, uStart, func(c config.Uplink) (*uplinkRun, error) {
 		r, err := n.openUplink(cfg, c)
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			return nil, err
 		}
 		n.goBackground(func() { r.u.Run(ctx) })
 		if _, err := n.queues.Join(r.key, queue.MemberID("uplink:"+r.u.Name()), r.u, r.u.Window()); err != nil {
 			r.u.Close()
-			errs = append(errs, fmt.Errorf("uplink %s: join group: %w", c.Name, err))
-			continue
+			return nil, fmt.Errorf("uplink %s: join group: %w", c.Name, err)
 		}
-		ups, next.uplinks = append(ups, r), append(next.uplinks, c)
-	}
+		return r, nil
+	})
+	next.mqtt, next.serial, next.modbus, next.uplinks = mqttCfgs, serialCfgs, modbusCfgs, uplinkCfgs
+	errs = slices.Concat(errs, mErrs, sErrs, bErrs, uErrs)
 	for _, j := range mStart {
 		changed = appendOnce(changed, "mqtt["+cfg.MQTT[j].Name+"]")
 	}
@@ -219,11 +184,29 @@ func (n *Node) reloadBridges(cfg config.Config) (changed []string, err error) {
 	return changed, errors.Join(errs...)
 }
 
-func appendOnce(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
+// restartChanged is one kind's bridges after a reload: the running ones
+// not in stop (their configs from cur) and, opened by open, want's entries
+// in start. An entry that fails to open is reported and left out.
+func restartChanged[B, C any](running []B, cur, want []C, stop, start []int, open func(C) (B, error)) (bs []B, cs []C, errs []error) {
+	for i := range running {
+		if !slices.Contains(stop, i) {
+			bs, cs = append(bs, running[i]), append(cs, cur[i])
 		}
+	}
+	for _, j := range start {
+		b, err := open(want[j])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		bs, cs = append(bs, b), append(cs, want[j])
+	}
+	return bs, cs, errs
+}
+
+func appendOnce(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
 	}
 	return append(list, s)
 }

@@ -21,21 +21,12 @@ type uplinkRun struct {
 // openUplinks declares each uplink's queue group and builds its transport.
 func (n *Node) openUplinks() error {
 	for _, c := range n.cfg.Uplinks {
-		uc := uplink.Config(c)
-		if uc.Subject == "" {
-			uc.Subject = n.cfg.NATS.TelemetryPrefix + ".>"
-		}
-		key := groups.GroupKey{Filter: uc.Subject, Queue: uc.QueueName()}
-		if err := n.queues.Declare(groups.GroupConfig{Key: key, Core: uplinkQueueConfig(n.cfg, uc)}); err != nil {
-			n.closeUplinks()
-			return fmt.Errorf("uplink %s: declare group: %w", uc.Name, err)
-		}
-		u, err := uplink.Open(uc, n.id, n.queues, n.logger)
+		r, err := n.openUplink(n.cfg, c)
 		if err != nil {
 			n.closeUplinks()
 			return err
 		}
-		n.uplinks = append(n.uplinks, &uplinkRun{u: u, key: key})
+		n.uplinks = append(n.uplinks, r)
 	}
 	return nil
 }

@@ -16,6 +16,20 @@ func (r *Registry) evictIdle() time.Duration {
 	return d
 }
 
+// idleUndeclaredLocked reports whether g may be removed for want of
+// members: undeclared, without members for at least idle, and (in a
+// cluster) not led here. Expire and evictIdleLocked share it. Called with
+// r.mu.
+func (r *Registry) idleUndeclaredLocked(g *group, now time.Time, idle time.Duration) bool {
+	if g.cfg.Declared || len(g.declaredBy) > 0 || g.lastEmpty.IsZero() || g.members() > 0 {
+		return false
+	}
+	if r.clustered() && g.leading {
+		return false
+	}
+	return now.Sub(g.lastEmpty) >= idle
+}
+
 // evictIdleLocked removes the undeclared group that has been without
 // members longest, if at least evictIdle, as Expire would after GroupTTL:
 // its runner stops and its offsets go (in the background: the caller holds
@@ -23,10 +37,7 @@ func (r *Registry) evictIdle() time.Duration {
 func (r *Registry) evictIdleLocked(now time.Time) bool {
 	var victim *group
 	for _, g := range r.groups {
-		if g.cfg.Declared || len(g.declaredBy) > 0 || g.lastEmpty.IsZero() || g.members() > 0 || (r.clustered() && g.leading) {
-			continue
-		}
-		if now.Sub(g.lastEmpty) < r.evictIdle() {
+		if !r.idleUndeclaredLocked(g, now, r.evictIdle()) {
 			continue
 		}
 		if victim == nil || g.lastEmpty.Before(victim.lastEmpty) {

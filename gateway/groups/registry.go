@@ -596,10 +596,7 @@ func (r *Registry) Expire(now time.Time) {
 	r.mu.Lock()
 	var expired []*group
 	for key, g := range r.groups {
-		if g.cfg.Declared || len(g.declaredBy) > 0 || g.lastEmpty.IsZero() || g.members() > 0 || now.Sub(g.lastEmpty) < r.cfg.GroupTTL {
-			continue
-		}
-		if r.clustered() && g.leading {
+		if !r.idleUndeclaredLocked(g, now, r.cfg.GroupTTL) {
 			continue
 		}
 		expired = append(expired, g)
