@@ -39,10 +39,15 @@ func (g *Group) Usage() (records, bytes int) {
 func (g *Group) Cost(perRecord, perReleased int) int {
 	c := 0
 	for i := range g.parts {
-		p := &g.parts[i]
-		c += p.bytes + (p.held-p.released)*perRecord + p.released*perReleased
+		c += g.parts[i].cost(perRecord, perReleased)
 	}
 	return c
+}
+
+// cost is what p holds: its bytes plus each held record's cost, a released
+// one's smaller.
+func (p *partition) cost(perRecord, perReleased int) int {
+	return p.bytes + (p.held-p.released)*perRecord + p.released*perReleased
 }
 
 // partShare is one partition's share of the budget, 0 when there is none.
@@ -54,7 +59,7 @@ func (g *Group) partShare() int {
 }
 
 func (g *Group) partCost(p *partition) int {
-	return p.bytes + (p.held-p.released)*g.perRecord + p.released*g.releasedCost
+	return p.cost(g.perRecord, g.releasedCost)
 }
 
 // overBudget reports whether partition p is at its budget share: it takes

@@ -62,12 +62,8 @@ func (b *Budget) Leave(id int) {
 // not joined is joined.
 func (b *Budget) Report(id int, used int64) (grant int64) {
 	used = max(used, 0)
-	old, ok := b.used[id]
-	if !ok {
-		old = 0
-	}
+	b.sum += used - b.used[id]
 	b.used[id] = used
-	b.sum += used - old
 	return b.Grant(id)
 }
 
