@@ -11,12 +11,13 @@ export CGO_ENABLED = 0
 # Tools the tests run (the nats CLI) are installed with go install.
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: help build run test test-deps unit fuzz lint cross bench bench-peers package firmware-test systemd-test clean powercut soak wamp mem
+.PHONY: help build run test test-deps unit e2e unit-fuzz fuzz lint cross bench bench-peers package firmware-test systemd-test clean powercut soak wamp mem
 
 help:
 	@echo "make build   build bin/edgeq for this machine"
 	@echo "make run     build and run a node on embedded defaults"
 	@echo "make test    install what the tests need (apt-get, as root), lint, race tests, short fuzz runs"
+	@echo "make unit    race tests of every package but e2e; make e2e  the e2e package (two processes side by side)"
 	@echo "make cross   static stripped linux/arm64 and linux/arm (v7) binaries in bin/"
 	@echo "make bench   benchmarks (figures for the issue notes)"
 	@echo "make bench-peers  edgeq against JetStream, core NATS and raw tidwall/wal, side by side (not in CI)"
@@ -33,15 +34,26 @@ build:
 run: build
 	./$(BIN)/edgeq run
 
-test: test-deps lint unit fuzz
+# The e2e package (mostly waiting on real clients, timeouts and restarts)
+# runs beside the other packages' race tests and then the short fuzz runs.
+test: test-deps lint
+	@$(MAKE) --no-print-directory -j2 --output-sync=target e2e unit-fuzz
 
 test-deps:
 	@scripts/install-test-deps.sh
 
 # The race detector needs cgo. go vet runs in full in lint (make test runs
 # both), so go test's own subset of it is not run a second time here.
+# unit is every package but e2e; e2e (scripts/e2e.sh) runs that package as
+# two test processes side by side.
 unit:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 45m -vet=off ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 45m -vet=off $$($(GO) list ./... | grep -v '/e2e$$')
+
+e2e:
+	@scripts/e2e.sh
+
+unit-fuzz: unit
+	@$(MAKE) --no-print-directory fuzz
 
 fuzz:
 	@scripts/fuzz-short.sh $(FUZZTIME)
@@ -83,7 +95,7 @@ firmware-test: cross
 	firmware-tests/run.sh
 
 # Power cuts on a FUSE mount that drops unsynced data (needs root and
-# /dev/fuse); CI runs the short default series inside `make unit` with a new
+# /dev/fuse); CI runs the short default series inside `make e2e` with a new
 # seed each run. SEED=N replays a series (default 1; the test logs it).
 ROUNDS ?= 100
 SEED ?=

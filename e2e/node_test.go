@@ -113,7 +113,9 @@ var (
 
 // portsBelowEphemeral is the range freePort picks from: from 10000 up to the
 // start of net.ipv4.ip_local_port_range, or none (bind(0)) when that starts
-// too low to leave room.
+// too low to leave room. With EDGEQ_E2E_PORTS=K/N (scripts/e2e.sh runs the
+// package as N test processes side by side) it is the K-th of N slices of
+// that range, so that two processes never hand out the same port.
 func portsBelowEphemeral() (lo, hi int) {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
@@ -123,7 +125,17 @@ func portsBelowEphemeral() (lo, hi int) {
 	if _, err := fmt.Sscan(string(b), &first, &last); err != nil || first < 12000 {
 		return 0, 0
 	}
-	return 10000, first
+	lo, hi = 10000, first
+	if s := os.Getenv("EDGEQ_E2E_PORTS"); s != "" {
+		var k, n int
+		if _, err := fmt.Sscanf(s, "%d/%d", &k, &n); err != nil || n < 1 || k < 0 || k >= n {
+			panic(fmt.Sprintf("EDGEQ_E2E_PORTS=%q: want K/N with 0 <= K < N", s))
+		}
+		width := (hi - lo) / n
+		lo += k * width
+		hi = lo + width
+	}
+	return lo, hi
 }
 
 // node is one edgeq process.
