@@ -36,7 +36,7 @@ import (
 //	EDGEQ_E2E_WAMP_INTERVALS   wal.fsync_interval (default: the default, 10ms)
 //	EDGEQ_E2E_WAMP_WAL         more wal keys, e.g. commit_bytes=1MiB,durability=always
 //	EDGEQ_E2E_WAMP_RATE        msg/s (default 2000)
-//	EDGEQ_E2E_WAMP_SEGMENT     wal.segment_size (default 1MiB, the default);
+//	EDGEQ_E2E_WAMP_SEGMENT     wal.segment_size (default 1MiB, as in the figures; the node's own default is 512KiB);
 //	                           max_bytes is four segments per partition
 //	EDGEQ_E2E_WAMP_LOOP        0: do not use a loop disk
 //	EDGEQ_E2E_BIN              the node binary to measure (e.g. an older build)

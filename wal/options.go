@@ -40,7 +40,7 @@ type Options struct {
 	Partitions int
 	// HotPartitions is the number of hot-device isolation partitions (default 2).
 	HotPartitions int
-	// SegmentSize is the target size of one segment file in bytes (default 1 MiB).
+	// SegmentSize is the target size of one segment file in bytes (default 512 KiB).
 	// The tail segment lives in RAM, so this bounds memory per partition.
 	SegmentSize int
 	// SegmentCache is the number of finished segments kept in RAM per partition
@@ -100,7 +100,7 @@ func DefaultOptions() Options {
 	return Options{
 		Partitions:         8,
 		HotPartitions:      2,
-		SegmentSize:        1 << 20,
+		SegmentSize:        512 << 10,
 		SegmentCache:       1,
 		Durability:         DurabilityInterval,
 		FsyncInterval:      10 * time.Millisecond,
