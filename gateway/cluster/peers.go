@@ -78,7 +78,7 @@ type ManagerConfig struct {
 	MaxHandshakes          int
 	MaxHandshakesPerSource int
 	HandshakeTimeout       time.Duration
-	Logger           *slog.Logger
+	Logger                 *slog.Logger
 }
 
 func (c *ManagerConfig) defaults() error {
