@@ -47,10 +47,19 @@ func (s *sensorPTY) opens(logs string) int {
 }
 
 // stream writes line frames "<device>,tag=<device>-<i>" every few ms until
-// stop is closed, and returns how many it wrote.
-func (s *sensorPTY) stream(t *testing.T, device string, stop <-chan struct{}) func() int {
+// the returned function is called (or the test ends); that function returns
+// how many it wrote.
+func (s *sensorPTY) stream(t *testing.T, device string) func() int {
 	var wg sync.WaitGroup
+	var once sync.Once
+	stop := make(chan struct{})
 	n := 0
+	end := func() int {
+		once.Do(func() { close(stop) })
+		wg.Wait()
+		return n
+	}
+	t.Cleanup(func() { end() })
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -68,7 +77,7 @@ func (s *sensorPTY) stream(t *testing.T, device string, stop <-chan struct{}) fu
 			time.Sleep(5 * time.Millisecond) // a sensor's pace, not an ordering
 		}
 	}()
-	return func() int { wg.Wait(); return n }
+	return end
 }
 
 // TestSIGHUPReloadsSerialPorts: while sensors write to three serial ports,
@@ -91,8 +100,7 @@ func TestSIGHUPReloadsSerialPorts(t *testing.T) {
 		waitSerialOpen(t, n, name)
 	}
 	fmt.Fprintf(gone.master, "gone,tag=gone-1\n")
-	stop := make(chan struct{})
-	keepN, chgN := keep.stream(t, "keep", stop), chg.stream(t, "chg", stop)
+	keepN, chgN := keep.stream(t, "keep"), chg.stream(t, "chg")
 	waitFor(t, "frames of every port before the reload", 30*time.Second, func() bool {
 		return tr.lastOf("keep") >= 20 && tr.lastOf("chg") >= 20 && tr.lastOf("gone") == 1
 	})
@@ -118,7 +126,6 @@ func TestSIGHUPReloadsSerialPorts(t *testing.T) {
 	waitFor(t, "frames after the reload", 30*time.Second, func() bool {
 		return tr.lastOf("added") == 1 && tr.lastOf("keep") >= before+20 && tr.lastOf("chg") >= 20
 	})
-	close(stop)
 	nk, nc := keepN(), chgN()
 	waitFor(t, "every frame of keep and chg", 60*time.Second, func() bool {
 		return tr.lastOf("keep") == uint64(nk) && tr.lastOf("chg") == uint64(nc)
