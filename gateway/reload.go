@@ -11,11 +11,12 @@ import (
 )
 
 // Reload applies cfg (the config read again on SIGHUP) without a restart:
-// the TLS certificate, key and CA files of the NATS, HTTP and NSQ listeners, the
-// NATS auth token or users with their permissions, http.token, and the MQTT
-// bridges, serial ports, Modbus buses and uplinks, of which only those that
-// were added, removed or changed restart (see reloadBridges). New
-// connections get the new credentials; connected clients stay.
+// the TLS certificate, key and CA files of the NATS, HTTP and NSQ
+// listeners, the NATS auth token or users with their permissions,
+// http.token, and the MQTT bridges, serial ports, Modbus buses and uplinks,
+// of which only those that were added, removed or changed restart (see
+// reloadBridges). New connections get the new credentials; connected
+// clients stay.
 //
 // A change that needs a restart (any other key, TLS switched on or off, an
 // uplink's queue group settings) refuses the whole reload by name and

@@ -149,8 +149,9 @@ type Counters struct {
 	// injected, dropped, reordered or replayed); each closed its connection.
 	FramesRefused uint64
 	// HandshakesBusy: connections closed unread because MaxHandshakes were
-	// in progress, or MaxHandshakesPerSource from their source; HandshakeFailures: handshakes that failed for another
-	// reason than a refusal (deadline, malformed or oversized frame, EOF).
+	// in progress, or MaxHandshakesPerSource from their source;
+	// HandshakeFailures: handshakes that failed for another reason than a
+	// refusal (deadline, malformed or oversized frame, EOF).
 	HandshakesBusy    uint64
 	HandshakeFailures uint64
 	// Handshaking is the number of accepted connections in the handshake now.
