@@ -172,6 +172,7 @@ func (n *Node) nsqStats() *metrics.NSQStats {
 		AuthFailures: c.AuthFailures.Load(), Published: c.Published.Load(), PublishErrors: c.PubErrors.Load(),
 		Delivered: c.Delivered.Load(), Fin: c.Fin.Load(), Req: c.Req.Load(), Touch: c.Touch.Load(),
 		UnknownIDs: c.FinFailed.Load(), RdyExceeded: c.RdyExceeded.Load(), SlowConsumers: c.SlowConsumers.Load(),
+		TLSFailures: c.TLSFailures.Load(),
 	}
 	st.RDY, st.InFlight = n.nsq.Flow()
 	for code, v := range c.Errors() {

@@ -69,11 +69,11 @@ type Node struct {
 	httpSrv *http.Server
 	httpLn  net.Listener
 	events  *console.Hub // the console's snapshot stream (/v1/events)
-	// TLS material of the NATS and HTTP listeners (nil: plaintext);
-	// Reload reads their files again.
-	natsTLS, httpTLS *tlsconf.Store
-	reloadMu         sync.Mutex
-	applied          *config.Config // the last config Reload applied; nil: cfg
+	// TLS material of the NATS, HTTP and NSQ listeners (nil: plaintext,
+	// or NSQ off); Reload reads their files again.
+	natsTLS, httpTLS, nsqTLS *tlsconf.Store
+	reloadMu                 sync.Mutex
+	applied                  *config.Config // the last config Reload applied; nil: cfg
 
 	ready    atomic.Bool
 	cancel   context.CancelFunc
@@ -95,6 +95,10 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	if err != nil {
 		return nil, err
 	}
+	nsqTLS, err := loadTLS("nsq.tls", nsqTLSOf(cfg))
+	if err != nil {
+		return nil, err
+	}
 	id, err := LoadNodeID(cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return nil, err
@@ -104,7 +108,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, id: id, version: version, logger: logger, log: l, started: time.Now(), natsTLS: natsTLS, httpTLS: httpTLS}
+	n := &Node{cfg: cfg, id: id, version: version, logger: logger, log: l, started: time.Now(), natsTLS: natsTLS, httpTLS: httpTLS, nsqTLS: nsqTLS}
 	n.bridgeCfg = bridgeConfigsOf(cfg)
 	token := cfg.HTTP.Token
 	n.httpToken.Store(&token)
@@ -217,6 +221,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 			AckWait:           cfg.Queue.AckWait,
 			NodeID:            id,
 			Version:           version,
+			TLS:               nsqTLS,
 		}, n.ingest, n.queues, logger)
 	}
 	for _, sc := range cfg.Serial {
@@ -526,6 +531,14 @@ func loadTLS(key string, t config.TLS) (*tlsconf.Store, error) {
 		return nil, fmt.Errorf("config: %s: %w", key, err)
 	}
 	return s, nil
+}
+
+// nsqTLSOf is nsq.tls, or none when the NSQ listener is off.
+func nsqTLSOf(cfg config.Config) config.TLS {
+	if cfg.NSQ.Listen == "" {
+		return config.TLS{}
+	}
+	return cfg.NSQ.TLS
 }
 
 // natsUsers maps the configured NATS users to their passwords and permissions.

@@ -11,11 +11,12 @@ import (
 )
 
 // Reload applies cfg (the config read again on SIGHUP) without a restart:
-// the TLS certificate, key and CA files of the NATS and HTTP listeners, the
-// NATS auth token or users with their permissions, http.token, and the MQTT
-// bridges, serial ports, Modbus buses and uplinks, of which only those that
-// were added, removed or changed restart (see reloadBridges). New
-// connections get the new credentials; connected clients stay.
+// the TLS certificate, key and CA files of the NATS, HTTP and NSQ
+// listeners, the NATS auth token or users with their permissions,
+// http.token, and the MQTT bridges, serial ports, Modbus buses and uplinks,
+// of which only those that were added, removed or changed restart (see
+// reloadBridges). New connections get the new credentials; connected
+// clients stay.
 //
 // A change that needs a restart (any other key, TLS switched on or off, an
 // uplink's queue group settings) refuses the whole reload by name and
@@ -43,7 +44,8 @@ func (n *Node) Reload(cfg config.Config) (applied []string, err error) {
 		key      string
 		cur      *tlsconf.Store
 		old, new config.TLS
-	}{{"nats.tls", n.natsTLS, old.NATS.TLS, cfg.NATS.TLS}, {"http.tls", n.httpTLS, old.HTTP.TLS, cfg.HTTP.TLS}} {
+	}{{"nats.tls", n.natsTLS, old.NATS.TLS, cfg.NATS.TLS}, {"http.tls", n.httpTLS, old.HTTP.TLS, cfg.HTTP.TLS},
+		{"nsq.tls", n.nsqTLS, nsqTLSOf(*old), nsqTLSOf(cfg)}} {
 		if (l.cur != nil) != l.new.Enabled() {
 			restart = append(restart, l.key+" (switched on or off)") // a new listener
 			continue
@@ -92,7 +94,7 @@ func (n *Node) Reload(cfg config.Config) (applied []string, err error) {
 func needRestart(a, b config.Config) []string {
 	for _, c := range []*config.Config{&a, &b} {
 		c.NATS.AuthToken, c.NATS.Users, c.LogLevel, c.HTTP.Token = "", nil, "", ""
-		c.NATS.TLS, c.HTTP.TLS = config.TLS{}, config.TLS{}
+		c.NATS.TLS, c.HTTP.TLS, c.NSQ.TLS = config.TLS{}, config.TLS{}, config.TLS{}
 		c.Serial, c.MQTT, c.Modbus, c.Uplinks = nil, nil, nil, nil
 	}
 	var out []string
@@ -126,7 +128,7 @@ func CheckConfig(cfg config.Config) error {
 	for _, l := range []struct {
 		key string
 		tls config.TLS
-	}{{"nats.tls", cfg.NATS.TLS}, {"http.tls", cfg.HTTP.TLS}} {
+	}{{"nats.tls", cfg.NATS.TLS}, {"http.tls", cfg.HTTP.TLS}, {"nsq.tls", nsqTLSOf(cfg)}} {
 		if _, err := loadTLS(l.key, l.tls); err != nil {
 			errs = append(errs, err)
 		}

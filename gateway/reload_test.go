@@ -13,6 +13,7 @@ func TestNeedRestart(t *testing.T) {
 	b.NATS.AuthToken = "a-new-token-of-some-length"
 	b.LogLevel = "debug"
 	b.NATS.TLS.CertFile, b.NATS.TLS.KeyFile = "c.pem", "k.pem"
+	b.NSQ.TLS.CertFile, b.NSQ.TLS.KeyFile = "c.pem", "k.pem"
 	if got := needRestart(a, b); len(got) != 0 {
 		t.Fatalf("reloadable changes listed: %v", got)
 	}

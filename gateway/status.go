@@ -172,6 +172,7 @@ type NSQStatus struct {
 	Touch         uint64            `json:"touch"`
 	UnknownIDs    uint64            `json:"unknown_ids"`
 	SlowConsumers uint64            `json:"slow_consumer_closes"`
+	TLSFailures   uint64            `json:"tls_failures"`
 	Errors        map[string]uint64 `json:"errors"`
 }
 
@@ -181,7 +182,7 @@ func nsqStatusOf(n *metrics.NSQStats, listen string) *NSQStatus {
 	}
 	st := &NSQStatus{Listen: listen, Connections: n.Connections, RDY: n.RDY, InFlight: n.InFlight, RdyExceeded: n.RdyExceeded,
 		Published: n.Published, PublishErrors: n.PublishErrors, Delivered: n.Delivered, Fin: n.Fin, Req: n.Req, Touch: n.Touch,
-		UnknownIDs: n.UnknownIDs, SlowConsumers: n.SlowConsumers, Errors: map[string]uint64{}}
+		UnknownIDs: n.UnknownIDs, SlowConsumers: n.SlowConsumers, TLSFailures: n.TLSFailures, Errors: map[string]uint64{}}
 	for _, c := range n.Errors {
 		st.Errors[c.Reason] = c.N
 	}

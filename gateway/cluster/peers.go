@@ -69,11 +69,16 @@ type ManagerConfig struct {
 	// the failure timeout, at least 5s).
 	WriteTimeout time.Duration
 	// MaxHandshakes bounds the accepted connections still in the handshake
-	// (default 16); more are closed at once and counted. HandshakeTimeout
-	// is the deadline of each (default the failure timeout).
-	MaxHandshakes    int
-	HandshakeTimeout time.Duration
-	Logger           *slog.Logger
+	// (default 16), MaxHandshakesPerSource those from one source address
+	// (an IPv4 address or an IPv6 /64; default half of MaxHandshakes), so
+	// that one host trickling handshakes cannot hold every slot and keep
+	// real peers out. More are closed at once and counted.
+	// HandshakeTimeout is the deadline of each (default the failure
+	// timeout).
+	MaxHandshakes          int
+	MaxHandshakesPerSource int
+	HandshakeTimeout       time.Duration
+	Logger                 *slog.Logger
 }
 
 func (c *ManagerConfig) defaults() error {
@@ -97,6 +102,9 @@ func (c *ManagerConfig) defaults() error {
 	}
 	if c.MaxHandshakes <= 0 {
 		c.MaxHandshakes = 16
+	}
+	if c.MaxHandshakesPerSource <= 0 {
+		c.MaxHandshakesPerSource = max(1, c.MaxHandshakes/2)
 	}
 	if c.HandshakeTimeout <= 0 {
 		c.HandshakeTimeout = c.FailureTimeout
@@ -141,8 +149,9 @@ type Counters struct {
 	// injected, dropped, reordered or replayed); each closed its connection.
 	FramesRefused uint64
 	// HandshakesBusy: connections closed unread because MaxHandshakes were
-	// in progress; HandshakeFailures: handshakes that failed for another
-	// reason than a refusal (deadline, malformed or oversized frame, EOF).
+	// in progress, or MaxHandshakesPerSource from their source;
+	// HandshakeFailures: handshakes that failed for another reason than a
+	// refusal (deadline, malformed or oversized frame, EOF).
 	HandshakesBusy    uint64
 	HandshakeFailures uint64
 	// Handshaking is the number of accepted connections in the handshake now.
@@ -168,7 +177,9 @@ type Manager struct {
 	badFrames atomic.Uint64
 	hsBusy    atomic.Uint64
 	hsFailed  atomic.Uint64
-	hsSlots   chan struct{} // one per accepted connection in the handshake; cap MaxHandshakes
+	hsMu      sync.Mutex
+	hsTotal   int            // accepted connections in the handshake; bound: MaxHandshakes
+	hsSources map[string]int // of them, by source (sourceOf); bound: MaxHandshakes entries
 	ups       atomic.Uint64
 	downs     atomic.Uint64
 	wg        sync.WaitGroup
@@ -211,7 +222,7 @@ func NewManager(cfg ManagerConfig, h Handler) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{cfg: cfg, handler: h, conns: map[string]*peerConn{}, addrs: map[string]bool{}, addrNode: map[string]string{}, dialWake: make(chan struct{}, 1),
-		hsSlots: make(chan struct{}, cfg.MaxHandshakes)}
+		hsSources: map[string]int{}}
 	for _, a := range cfg.Peers {
 		m.AddAddr(a)
 	}
@@ -225,7 +236,49 @@ func (m *Manager) Refused() uint64 { return m.refused.Load() }
 func (m *Manager) Counters() Counters {
 	return Counters{Refused: m.refused.Load(), Overflows: m.overflows.Load(), Ups: m.ups.Load(), Downs: m.downs.Load(),
 		FramesRefused: m.badFrames.Load(), HandshakesBusy: m.hsBusy.Load(), HandshakeFailures: m.hsFailed.Load(),
-		Handshaking: len(m.hsSlots)}
+		Handshaking: m.handshaking()}
+}
+
+func (m *Manager) handshaking() int {
+	m.hsMu.Lock()
+	defer m.hsMu.Unlock()
+	return m.hsTotal
+}
+
+// takeSlot reserves a handshake slot for a connection from src: false when
+// MaxHandshakes are in progress, or MaxHandshakesPerSource from src.
+func (m *Manager) takeSlot(src string) bool {
+	m.hsMu.Lock()
+	defer m.hsMu.Unlock()
+	if m.hsTotal >= m.cfg.MaxHandshakes || m.hsSources[src] >= m.cfg.MaxHandshakesPerSource {
+		return false
+	}
+	m.hsTotal++
+	m.hsSources[src]++
+	return true
+}
+
+func (m *Manager) releaseSlot(src string) {
+	m.hsMu.Lock()
+	defer m.hsMu.Unlock()
+	m.hsTotal--
+	if m.hsSources[src]--; m.hsSources[src] <= 0 {
+		delete(m.hsSources, src)
+	}
+}
+
+// sourceOf is what the per-source handshake limit counts by: the IPv4
+// address, or the /64 of an IPv6 one (a host can take many addresses of
+// its prefix).
+func sourceOf(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	if ip4 := ta.IP.To4(); ip4 != nil {
+		return ip4.String()
+	}
+	return ta.IP.Mask(net.CIDRMask(64, 128)).String()
 }
 
 // Addr is the listener's address.
@@ -348,10 +401,10 @@ func (m *Manager) acceptLoop(ctx context.Context) {
 		failures = 0
 		// Before authentication a connection costs a goroutine and at most
 		// MaxHandshakeFrame bytes, for at most HandshakeTimeout, and only
-		// MaxHandshakes of them at once: the rest are closed unread.
-		select {
-		case m.hsSlots <- struct{}{}:
-		default:
+		// MaxHandshakes of them at once (MaxHandshakesPerSource from one
+		// source): the rest are closed unread.
+		src := sourceOf(c.RemoteAddr())
+		if !m.takeSlot(src) {
 			m.hsBusy.Add(1)
 			c.Close()
 			continue
@@ -361,7 +414,7 @@ func (m *Manager) acceptLoop(ctx context.Context) {
 			defer m.wg.Done()
 			_ = c.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
 			p, err := Accept(c, m.cfg.Identity)
-			<-m.hsSlots
+			m.releaseSlot(src)
 			if err != nil {
 				m.handshakeFailed(c.RemoteAddr().String(), err)
 				c.Close()

@@ -412,12 +412,16 @@ func TestReplayedSessionRefused(t *testing.T) {
 
 // TestPreAuthLimits: a truncated HELLO runs into the handshake deadline; a
 // frame announcing more than MaxHandshakeFrame is refused at once; more than
-// MaxHandshakes connections in the handshake are closed unread and counted;
-// a real peer still gets in after.
+// MaxHandshakes connections in the handshake (from four sources, none over
+// MaxHandshakesPerSource) are closed unread and counted; a real peer still
+// gets in after.
 func TestPreAuthLimits(t *testing.T) {
 	b := startNode(t, "b", "plant", secret, 2)
+	sources := 0
 	dial := func() net.Conn {
-		c, err := net.Dial("tcp", b.m.Addr())
+		sources++
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+sources%4))}}
+		c, err := d.Dial("tcp", b.m.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}

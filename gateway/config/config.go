@@ -154,8 +154,13 @@ type NSQ struct {
 	// NSQ off. Beyond loopback it needs auth_token (clients send it with AUTH).
 	Listen    string        `yaml:"listen"`
 	AuthToken secret.String `yaml:"auth_token"`
-	// AllowPlaintext lets listen be beyond loopback (the NSQ listener has
-	// no TLS): tokens and telemetry then cross the LAN in clear.
+	// TLS, when cert_file is set, is required of every client: IDENTIFY
+	// must ask for tls_v1 (go-nsq's Config.TlsV1) and the connection is
+	// upgraded, as with nsqd's --tls-required; ca_file and verify ask for
+	// client certificates (nsqd's --tls-client-auth-policy require-verify).
+	TLS TLS `yaml:"tls"`
+	// AllowPlaintext lets listen be beyond loopback without TLS: tokens and
+	// telemetry then cross the LAN in clear.
 	AllowPlaintext bool `yaml:"allow_plaintext"`
 	// DeviceField is the JSON path (tidwall/gjson syntax) of the device ID in
 	// a message published to the bare topic (default "device").
@@ -827,11 +832,14 @@ func (c *Config) validateNSQ(bad func(key, format string, args ...any)) {
 		bad("nsq.listen", "%v", err)
 	} else if !isLoopback(n.Listen) && n.AuthToken == "" {
 		bad("nsq.listen", "%q is beyond loopback: set nsq.auth_token", n.Listen)
-	} else if !isLoopback(n.Listen) && !n.AllowPlaintext {
-		// The NSQ front end has no TLS (IDENTIFY answers tls_v1: false).
-		bad("nsq.listen", "%q is beyond loopback without TLS, which the NSQ listener does not offer: keep it on loopback, or set nsq.allow_plaintext: true", n.Listen)
+	} else if !isLoopback(n.Listen) && !n.TLS.Enabled() && !n.AllowPlaintext {
+		bad("nsq.listen", "%q is beyond loopback without TLS: set nsq.tls.cert_file and nsq.tls.key_file, or nsq.allow_plaintext: true", n.Listen)
 	} else if !isLoopback(n.Listen) && n.AuthToken.Len() < MinTokenLen {
 		bad("nsq.auth_token", "%d characters: beyond loopback at least %d", n.AuthToken.Len(), MinTokenLen)
+	}
+	validateTLS("nsq.tls", n.TLS, bad)
+	if n.TLS.HandshakeFirst || n.TLS.HandshakeFirstFallback != 0 {
+		bad("nsq.tls.handshake_first", "only for nats.tls (NSQ clients upgrade after IDENTIFY)")
 	}
 	if n.DeviceField == "" {
 		bad("nsq.device_field", "empty, want a JSON path such as device")

@@ -134,6 +134,7 @@ func TestAuthAllowsNonLoopback(t *testing.T) {
 		"nats:\n  listen: 0.0.0.0:4222\n  auth_token: s3cret-of-16-chars\n  allow_plaintext: true\nhttp:\n  listen: 0.0.0.0:8222\n  token: an-http-token-of-16+\n  allow_plaintext: true\n",
 		"nats:\n  listen: 0.0.0.0:4222\n  auth_token: s3cret-of-16-chars\n  tls: {cert_file: c.pem, key_file: k.pem, ca_file: ca.pem, verify: true, handshake_first: true, handshake_first_fallback: 50ms}\n" +
 			"http:\n  listen: 0.0.0.0:8222\n  token: an-http-token-of-16+\n  tls: {cert_file: c.pem, key_file: k.pem}\n",
+		"nsq:\n  listen: 0.0.0.0:4150\n  auth_token: s3cret-of-16-chars\n  tls: {cert_file: c.pem, key_file: k.pem, ca_file: ca.pem, verify: true}\n",
 	} {
 		if _, err := Load(writeFile(t, c), nil, Flags{}); err != nil {
 			t.Fatal(err)
@@ -152,6 +153,9 @@ func TestTLSRequiredBeyondLoopback(t *testing.T) {
 		{"nats:\n  tls: {verify: true}\n", "nats.tls: ca_file, verify and handshake_first need cert_file and key_file"},
 		{"nats:\n  tls: {cert_file: c.pem, key_file: k.pem, handshake_first_fallback: 50ms}\n", "nats.tls.handshake_first_fallback"},
 		{"http:\n  tls: {cert_file: c.pem, key_file: k.pem, handshake_first: true}\n", "http.tls.handshake_first"},
+		{"nsq:\n  listen: 0.0.0.0:4150\n  auth_token: s3cret-of-16-chars\n", "nsq.listen: \"0.0.0.0:4150\" is beyond loopback without TLS: set nsq.tls.cert_file and nsq.tls.key_file, or nsq.allow_plaintext: true"},
+		{"nsq:\n  listen: 127.0.0.1:4150\n  tls: {cert_file: c.pem, key_file: k.pem, handshake_first: true}\n", "nsq.tls.handshake_first"},
+		{"nsq:\n  listen: 127.0.0.1:4150\n  tls: {cert_file: c.pem, key_file: k.pem, verify: true}\n", "nsq.tls.ca_file"},
 		{"nats:\n  users: [{user: u, password: $2a$10$short}]\n", "nats.users[0].password: looks like a bcrypt hash"},
 		{"nats:\n  max_groups_per_connection: 0\n", "nats.max_groups_per_connection"},
 		{"nats:\n  users: [{user: u, password: p, permissions: {subscribe: {deny: ['a.>.b']}}}]\n", "nats.users[0].permissions.subscribe.deny[0]"},

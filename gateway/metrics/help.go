@@ -238,6 +238,7 @@ var help = map[string]string{
 	"edgeq_nsq_rdy_exceeded_total":                    "Deliveries beyond a connection's RDY (should stay 0).",
 	"edgeq_nsq_refused_connections_total":             "NSQ client connections refused (nsq.max_connections).",
 	"edgeq_nsq_slow_consumers_total":                  "NSQ connections closed because their pending output passed nsq.max_pending.",
+	"edgeq_nsq_tls_failures_total":                    "NSQ connections closed because TLS was required and not asked for, or the handshake failed.",
 	"edgeq_nsq_unknown_ids_total":                     "FIN, REQ or TOUCH of a message ID the connection does not hold.",
 	"edgeq_log_disk_failing":                          "1 while writes to the data directory fail (EIO, EROFS, ENOSPC); /readyz says why.",
 	"edgeq_log_disk_free_bytes":                       "Free bytes of the data directory's file system, as last checked.",

@@ -15,7 +15,7 @@ func TestRenderNSQ(t *testing.T) {
 	}
 	s := &Snapshot{NSQ: &NSQStats{
 		Connections: 4, TotalConnections: 9, Refused: 1, AuthFailures: 2, Published: 20000, PublishErrors: 3,
-		Delivered: 20100, Fin: 20000, Req: 90, Touch: 7, UnknownIDs: 5, SlowConsumers: 1, RDY: 128, InFlight: 100,
+		Delivered: 20100, Fin: 20000, Req: 90, Touch: 7, UnknownIDs: 5, SlowConsumers: 1, TLSFailures: 6, RDY: 128, InFlight: 100,
 		Errors: []ReasonCount{{Reason: "E_FIN_FAILED", N: 5}, {Reason: "E_INVALID", N: 2}},
 	}}
 	got := render(s)
@@ -35,6 +35,7 @@ func TestRenderNSQ(t *testing.T) {
 		k("edgeq_nsq_errors_total", "code", "E_FIN_FAILED"): 5,
 		k("edgeq_nsq_unknown_ids_total"):                    5,
 		k("edgeq_nsq_slow_consumers_total"):                 1,
+		k("edgeq_nsq_tls_failures_total"):                   6,
 	} {
 		if v[key] != want {
 			t.Errorf("%s = %v, want %v", key, v[key], want)

@@ -366,6 +366,7 @@ func renderNSQ(e *enc, s *Snapshot) {
 	e.gauge1("edgeq_nsq_in_flight", uint64(max(n.InFlight, 0)))
 	e.counter1("edgeq_nsq_rdy_exceeded_total", n.RdyExceeded)
 	e.counter1("edgeq_nsq_slow_consumers_total", n.SlowConsumers)
+	e.counter1("edgeq_nsq_tls_failures_total", n.TLSFailures)
 	e.family("edgeq_nsq_errors_total", counter)
 	for _, c := range n.Errors {
 		e.u("edgeq_nsq_errors_total", c.N, "code", c.Reason)

@@ -101,6 +101,7 @@ type NSQStats struct {
 	UnknownIDs                uint64 // FIN, REQ or TOUCH of an ID the connection does not hold
 	RdyExceeded               uint64 // deliveries beyond a connection's RDY (stays 0)
 	SlowConsumers             uint64
+	TLSFailures               uint64        // closed: TLS required and not asked for, or the handshake failed
 	RDY, InFlight             int64         // summed over connections
 	Errors                    []ReasonCount // error frames by code, sorted
 }

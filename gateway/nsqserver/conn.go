@@ -1,7 +1,9 @@
 package nsqserver
 
 import (
+	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +42,8 @@ type conn struct {
 	groupMember queue.MemberID // its ID in the group
 	joined      bool
 	cmd         Command
+	tlsOn       bool       // the connection is upgraded
+	tlsDone     chan error // IDENTIFY asked the writer to upgrade; its answer
 
 	mu       sync.Mutex
 	out      []byte // pending output; bound: cfg.MaxPending
@@ -52,6 +56,11 @@ type conn struct {
 	rdy      int64
 	inflight map[uint64]entry // message ID -> delivery; bound: maxIDs
 	nextSeq  uint64
+	// upgrade asks the writer to run the TLS handshake once it has written
+	// what is queued (the IDENTIFY response); cancelTLS ends a handshake in
+	// progress (shut).
+	upgrade   chan error
+	cancelTLS context.CancelFunc
 }
 
 // entry is a message in flight on this connection.
@@ -137,6 +146,9 @@ func (c *conn) serve() {
 				}
 				c.sendError(pe)
 			}
+			if c.tlsDone != nil {
+				break
+			}
 		}
 		buf = buf[:copy(buf, buf[off:])]
 		if len(buf) == maxBuf {
@@ -148,6 +160,21 @@ func (c *conn) serve() {
 				c.s.logger.Debug("client read", "client", c.id, "err", err)
 			}
 			return
+		}
+		if c.tlsDone != nil {
+			done := c.tlsDone
+			c.tlsDone = nil
+			if len(buf) > 0 {
+				// The client must wait for the IDENTIFY response; what it
+				// sent meanwhile is neither plaintext protocol nor TLS.
+				c.s.stats.TLSFailures.Add(1)
+				c.s.logger.Debug("NSQ client sent data before the TLS handshake", "client", c.id)
+				return
+			}
+			if err := <-done; err != nil {
+				return
+			}
+			c.tlsOn = true
 		}
 	}
 }
@@ -250,10 +277,76 @@ func (c *conn) fill(r *reply, frame int32, data []byte) {
 
 var heartbeatFrame = AppendFrame(nil, FrameResponse, []byte("_heartbeat_"))
 
+// respondTLS queues the IDENTIFY response and has the writer run the TLS
+// handshake right after writing it, as nsqd does: the response in
+// plaintext, then the handshake on the same connection, then OK over TLS.
+// Nothing else is written in between. The returned channel gets the
+// outcome; the reader must not read the connection until then.
+func (c *conn) respondTLS(resp []byte) chan error {
+	done := make(chan error, 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		done <- errClosed
+		return done
+	}
+	c.out = AppendFrame(c.out, FrameResponse, resp)
+	c.upgrade = done
+	c.signal()
+	return done
+}
+
+// tlsHandshakeTimeout bounds the handshake after IDENTIFY (nsqd's 5s).
+const tlsHandshakeTimeout = 5 * time.Second
+
+var okFrame = AppendFrame(nil, FrameResponse, []byte("OK"))
+
+// handshake upgrades the connection to TLS and sends OK over it. Writer
+// goroutine only, while the reader waits for its outcome.
+func (c *conn) handshake() error {
+	ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
+	defer cancel()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return errClosed
+	}
+	c.cancelTLS = cancel
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.cancelTLS = nil
+		c.mu.Unlock()
+	}()
+	raw := c.nc
+	tc := tls.Server(raw, c.s.cfg.TLS.Config())
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.s.stats.TLSFailures.Add(1)
+		c.s.logger.Debug("NSQ client TLS handshake failed", "client", c.id, "remote", raw.RemoteAddr().String(), "err", err)
+		return fmt.Errorf("nsq: TLS handshake: %w", err)
+	}
+	c.nc = tc
+	_ = tc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteDeadline))
+	if _, err := tc.Write(okFrame); err != nil {
+		return fmt.Errorf("nsq: OK after the TLS handshake: %w", err)
+	}
+	return nil
+}
+
 // writer flushes output and sends heartbeats.
 func (c *conn) writer(done chan<- struct{}) {
 	defer close(done)
-	defer c.nc.Close()
+	defer func() { _ = c.nc.Close() }()
+	defer func() {
+		// Every exit follows shut, so respondTLS asks no more after this.
+		c.mu.Lock()
+		up := c.upgrade
+		c.upgrade = nil
+		c.mu.Unlock()
+		if up != nil {
+			up <- errClosed
+		}
+	}()
 	var tick <-chan time.Time
 	var ticker *time.Ticker
 	setHB := func(d time.Duration) {
@@ -276,7 +369,7 @@ func (c *conn) writer(done chan<- struct{}) {
 			continue
 		case <-tick:
 			c.mu.Lock()
-			if !c.closed {
+			if !c.closed && c.upgrade == nil {
 				c.out = append(c.out, heartbeatFrame...)
 			}
 			c.mu.Unlock()
@@ -285,6 +378,8 @@ func (c *conn) writer(done chan<- struct{}) {
 		buf := c.out
 		c.out = c.spare[:0]
 		closed := c.closed
+		up := c.upgrade
+		c.upgrade = nil
 		c.mu.Unlock()
 		if len(buf) > 0 {
 			_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteDeadline))
@@ -293,6 +388,9 @@ func (c *conn) writer(done chan<- struct{}) {
 				if errors.As(err, &ne) && ne.Timeout() {
 					c.s.stats.SlowConsumers.Add(1)
 					c.s.logger.Info("closing NSQ client: write deadline exceeded", "client", c.id)
+				}
+				if up != nil {
+					up <- err
 				}
 				c.shut()
 				return
@@ -306,7 +404,18 @@ func (c *conn) writer(done chan<- struct{}) {
 		}
 		c.mu.Unlock()
 		if closed {
+			if up != nil {
+				up <- errClosed
+			}
 			return
+		}
+		if up != nil {
+			err := c.handshake()
+			up <- err
+			if err != nil {
+				c.shut()
+				return
+			}
 		}
 	}
 }
@@ -316,7 +425,11 @@ func (c *conn) writer(done chan<- struct{}) {
 func (c *conn) shut() {
 	c.mu.Lock()
 	c.closed = true
+	cancel := c.cancelTLS
 	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 	c.signal()
 }
 
@@ -407,6 +520,10 @@ func (c *conn) evictOldest() {
 
 // handle carries out one command; an *Error goes back to the client.
 func (c *conn) handle(cmd *Command) error {
+	if c.s.cfg.TLS != nil && !c.tlsOn && cmd.Kind != CmdIdentify {
+		c.s.stats.TLSFailures.Add(1)
+		return fatalf("E_INVALID", "cannot %s in current state (TLS required: IDENTIFY with tls_v1 first)", cmd.Kind)
+	}
 	if c.s.cfg.AuthToken != "" && !c.authed && cmd.Kind != CmdIdentify && cmd.Kind != CmdAuth && cmd.Kind != CmdNop {
 		c.s.stats.AuthFailures.Add(1)
 		return fatalf("E_AUTH_FIRST", "AUTH required before %s", cmd.Kind)
@@ -464,7 +581,8 @@ type identifyData struct {
 	MsgTimeout          int    `json:"msg_timeout"`
 }
 
-// identifyResponse answers feature negotiation. TLS, snappy, deflate and
+// identifyResponse answers feature negotiation. tls_v1 is on when the
+// listener has TLS and the client asked for it; snappy, deflate and
 // sampling are never enabled (clients then go on without them, as with an
 // nsqd that has them off); msg_timeout is the groups' ack_wait, which is a
 // group's setting, not a connection's.
@@ -508,9 +626,14 @@ func (c *conn) identify(body []byte) error {
 	case c.hbSet <- c.heartbeat:
 	default:
 	}
-	if id.TLSv1 || id.Snappy || id.Deflate || id.SampleRate > 0 {
+	useTLS := c.s.cfg.TLS != nil
+	if useTLS && (!id.TLSv1 || !id.FeatureNegotiation) {
+		c.s.stats.TLSFailures.Add(1)
+		return fatalf("E_INVALID", "TLS required: IDENTIFY with tls_v1 and feature_negotiation (go-nsq: Config.TlsV1)")
+	}
+	if (id.TLSv1 && !useTLS) || id.Snappy || id.Deflate || id.SampleRate > 0 {
 		c.s.logger.Debug("IDENTIFY asked for features edgeq does not offer", "client", c.id,
-			"tls_v1", id.TLSv1, "snappy", id.Snappy, "deflate", id.Deflate, "sample_rate", id.SampleRate)
+			"tls_v1", id.TLSv1 && !useTLS, "snappy", id.Snappy, "deflate", id.Deflate, "sample_rate", id.SampleRate)
 	}
 	if !id.FeatureNegotiation {
 		c.respond(FrameResponse, []byte("OK"))
@@ -525,7 +648,12 @@ func (c *conn) identify(body []byte) error {
 		AuthRequired:        c.s.cfg.AuthToken != "",
 		OutputBufferSize:    id.OutputBufferSize,
 		OutputBufferTimeout: int64(id.OutputBufferTimeout),
+		TLSv1:               useTLS,
 	})
+	if useTLS {
+		c.tlsDone = c.respondTLS(resp)
+		return nil
+	}
 	c.respond(FrameResponse, resp)
 	return nil
 }

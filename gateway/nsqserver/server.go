@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"edgeq/gateway/groups"
+	"edgeq/gateway/tlsconf"
 	"edgeq/internal/connset"
 	"edgeq/internal/secret"
 	"edgeq/wal"
@@ -41,6 +42,11 @@ type Config struct {
 	AckWait           time.Duration // the groups' ack_wait, reported as msg_timeout
 	NodeID            string
 	Version           string
+	// TLS, when set, is required of every client: IDENTIFY must ask for
+	// tls_v1 and nothing else is taken before the upgrade (nsqd's
+	// --tls-required). Client certificates as the store says (ca_file,
+	// verify: nsqd's --tls-client-auth-policy require-verify).
+	TLS *tlsconf.Store
 }
 
 // Ingester stores one telemetry message; done runs once, after the record is
@@ -75,6 +81,7 @@ type Stats struct {
 	FinFailed        atomic.Uint64 // FIN, REQ or TOUCH of an ID not in flight on that connection
 	RdyExceeded      atomic.Uint64 // deliveries beyond a connection's RDY (must stay 0)
 	SlowConsumers    atomic.Uint64 // closed: output over max_pending or write deadline
+	TLSFailures      atomic.Uint64 // closed: TLS required and not asked for, or the handshake failed
 	errors           sync.Map      // code -> *atomic.Uint64; bound: the codes this package sends
 }
 
