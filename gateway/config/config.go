@@ -439,7 +439,7 @@ func Default() Config {
 		DataDir:         "./edgeq-data",
 		LogLevel:        "info",
 		ShutdownTimeout: 10 * time.Second,
-		JetStream:       JetStream{Enabled: true, Stream: "TELEMETRY", DuplicateWindow: 2 * time.Minute, MaxMsgIDs: 100000, MaxConsumers: 64, QueueAckSubjects: true,
+		JetStream: JetStream{Enabled: true, Stream: "TELEMETRY", DuplicateWindow: 2 * time.Minute, MaxMsgIDs: 100000, MaxConsumers: 64, QueueAckSubjects: true,
 			KVBucket: "telemetry", MaxOrdered: 256, MaxOrderedPerConn: 16},
 		NATS: NATS{
 			Listen:                 "127.0.0.1:4222",
