@@ -408,6 +408,12 @@ func (s *Service) streamInfo(v streamView) jetstream.StreamInfo {
 		cfg.MaxConsumers = -1
 		cfg.Sealed = false
 		cfg.Metadata = map[string]string{"edgeq_read_only": "true"}
+		// One value per key: once the last-value index has caught up,
+		// values are its devices (the bytes stay the log's).
+		if s.last.Ready() {
+			st.Msgs = uint64(s.last.Len())
+			st.NumSubjects = st.Msgs
+		}
 	}
 	return jetstream.StreamInfo{Config: cfg, Created: s.created, State: st, TimeStamp: s.now().UTC()}
 }
