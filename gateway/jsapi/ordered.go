@@ -2,6 +2,7 @@ package jsapi
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,10 +54,12 @@ type Ordered struct {
 	Wake chan struct{}
 
 	mu      sync.Mutex
-	next    []uint64  // per partition: next offset to read
-	pending []LastPos // last_per_subject / last: positions to deliver first
-	cseq    uint64    // deliveries so far (the consumer sequence)
-	sseq    uint64    // stream sequence of the last delivery
+	next    []uint64                   // per partition: next offset to read
+	pending []LastPos                  // last_per_subject / last: positions to deliver first
+	hist    [resumeBatches]resumeBatch // the last reads (resumeFrom)
+	histN   int
+	cseq    uint64 // deliveries so far (the consumer sequence)
+	sseq    uint64 // stream sequence of the last delivery
 	active  time.Time
 	gone    bool
 }
@@ -65,6 +68,9 @@ type Ordered struct {
 type orderedSet struct {
 	mu sync.Mutex
 	m  map[string]*Ordered // bound: Config.MaxOrdered
+	// recent are ordered consumers that ended, for resumeFrom; bound:
+	// resumeRecent.
+	recent []*Ordered
 
 	readers chan struct{} // bound: orderedReaders
 
@@ -190,7 +196,11 @@ func (s *Service) startOrdered(o *Ordered) *APIError {
 		if cc.OptStartSeq == 0 {
 			return Err(400, CodeInvalidPolicy, "consumer deliver policy by_start_sequence needs opt_start_seq (> 0)")
 		}
-		from(StartBySeq(cc.OptStartSeq))
+		if next, ok := s.resumeFrom(o, cc.OptStartSeq-1); ok {
+			copy(o.next, next)
+		} else {
+			from(StartBySeq(cc.OptStartSeq))
+		}
 	case jetstream.DeliverByStartTimePolicy:
 		if cc.OptStartTime == nil {
 			return Err(400, CodeInvalidPolicy, "consumer deliver policy by_start_time needs opt_start_time (RFC 3339)")
@@ -320,6 +330,17 @@ func (o *Ordered) Next(maxMsgs, maxBytes int) ([]Msg, error) {
 	}
 	heads := make([]head, len(o.next))
 	scanned := 0
+	phase := len(out) // the messages before are from the last-value list
+	rec := resumeBatch{start: slices.Clone(o.next)}
+	defer func() {
+		for _, m := range out[min(phase, len(out)):] {
+			rec.msgs = append(rec.msgs, resumeMsg{seq: m.Seq, p: int32(m.Partition), off: m.Entry.Offset})
+		}
+		if len(rec.msgs) > 0 {
+			o.hist[o.histN%len(o.hist)] = rec
+			o.histN++
+		}
+	}()
 	fill := func(p int) error {
 		h := &heads[p]
 		for len(h.es) == 0 && !h.done {
@@ -445,6 +466,10 @@ func (s *Service) removeOrdered(o *Ordered) bool {
 		return false
 	}
 	delete(s.ordered.m, o.Name)
+	if len(s.ordered.recent) >= resumeRecent {
+		s.ordered.recent = slices.Delete(s.ordered.recent, 0, 1)
+	}
+	s.ordered.recent = append(s.ordered.recent, o)
 	s.ordered.mu.Unlock()
 	o.mu.Lock()
 	o.gone = true
@@ -511,4 +536,75 @@ func (s *Service) wakeOrdered(ctx context.Context, p int) {
 		}
 		s.ordered.mu.Unlock()
 	}
+}
+
+// Resuming exactly. A client resets an ordered consumer (a gap, missed
+// heartbeats, a reconnect, a deleted consumer) by creating a new one at
+// by_start_sequence = the last stream sequence it received + 1. Stream
+// sequences are offset-major, so that start is exact within one partition
+// only: in the others it could repeat or skip readings. So each ordered
+// consumer remembers its last reads (where each partition's cursor stood,
+// and what it delivered), and one that ended is remembered a while: a new
+// consumer whose start is right after a message one of them delivered, with
+// the same filter, resumes from exactly where that delivery left the
+// cursors. Otherwise the start is StartBySeq's.
+
+const (
+	resumeBatches = 4  // reads remembered per consumer
+	resumeRecent  = 64 // ended consumers remembered
+)
+
+type resumeMsg struct {
+	seq uint64
+	p   int32
+	off uint64
+}
+
+// resumeBatch is one read: the cursors before it and what it delivered.
+type resumeBatch struct {
+	start []uint64
+	msgs  []resumeMsg
+}
+
+// resumeFrom finds the cursors right after the delivery of stream sequence
+// last by a consumer with o's view and filter.
+func (s *Service) resumeFrom(o *Ordered, last uint64) ([]uint64, bool) {
+	s.ordered.mu.Lock()
+	cands := slices.Clone(s.ordered.recent)
+	for _, c := range s.ordered.m {
+		cands = append(cands, c)
+	}
+	s.ordered.mu.Unlock()
+	for i := len(cands) - 1; i >= 0; i-- {
+		c := cands[i]
+		if c.view != o.view || c.all != o.all || c.device != o.device {
+			continue
+		}
+		if next, ok := c.resumeAfter(last, len(o.next)); ok {
+			return next, true
+		}
+	}
+	return nil, false
+}
+
+// resumeAfter is c's cursors right after it delivered sequence last.
+func (c *Ordered) resumeAfter(last uint64, partitions int) ([]uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range c.hist {
+		if len(b.start) != partitions {
+			continue
+		}
+		for i, m := range b.msgs {
+			if m.seq != last {
+				continue
+			}
+			next := slices.Clone(b.start)
+			for _, d := range b.msgs[:i+1] {
+				next[d.p] = max(next[d.p], d.off+1)
+			}
+			return next, true
+		}
+	}
+	return nil, false
 }
