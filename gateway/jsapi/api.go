@@ -147,7 +147,8 @@ func NewService(cfg Config, l *wal.Log, reg Registry) *Service {
 	}
 	logger = logger.With("component", "jetstream")
 	return &Service{cfg: cfg, log: l, reg: reg, created: time.Now().UTC(), now: time.Now, consumers: map[string]*Consumer{},
-		logger: logger, last: NewLastIndex(l, cfg.MaxDevices, logger), ordered: orderedSet{m: map[string]*Ordered{}, readers: make(chan struct{}, orderedReaders)}}
+		logger: logger, last: NewLastIndex(l, cfg.MaxDevices, logger), ordered: orderedSet{m: map[string]*Ordered{}, readers: make(chan struct{}, orderedReaders),
+			some: make(chan struct{})}}
 }
 
 // Consumers is the number of consumers.

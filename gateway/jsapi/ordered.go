@@ -73,6 +73,7 @@ type orderedSet struct {
 	recent []*Ordered
 
 	readers chan struct{} // bound: orderedReaders
+	some    chan struct{} // closed when the first consumer comes (then replaced)
 
 	Created, Expired, Refused atomic.Uint64
 	Delivered                 atomic.Uint64
@@ -160,6 +161,10 @@ func (s *Service) createOrdered(v streamView, cc jetstream.ConsumerConfig, ephem
 			s.cfg.MaxOrdered, s.cfg.MaxOrderedPerConn)
 	}
 	s.ordered.m[o.Name] = o
+	if len(s.ordered.m) == 1 {
+		close(s.ordered.some)
+		s.ordered.some = make(chan struct{})
+	}
 	s.ordered.Created.Add(1)
 	s.ordered.mu.Unlock()
 	if s.hooks.OrderedCreated != nil {
@@ -524,6 +529,19 @@ func (s *Service) expireOrdered(now time.Time) {
 // consumers when it moves: one waiter per partition, whatever their number.
 func (s *Service) wakeOrdered(ctx context.Context, p int) {
 	for {
+		// With no ordered consumer, no wake-up per append.
+		s.ordered.mu.Lock()
+		idle := len(s.ordered.m) == 0
+		some := s.ordered.some
+		s.ordered.mu.Unlock()
+		if idle {
+			select {
+			case <-ctx.Done():
+				return
+			case <-some:
+			}
+			continue
+		}
 		ch := s.log.Notify(p)
 		select {
 		case <-ctx.Done():

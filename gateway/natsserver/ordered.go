@@ -1,6 +1,7 @@
 package natsserver
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,8 @@ type orderedRunner struct {
 	fcCount  int     // push: messages since the last flow-control request
 	fcSeq    uint64
 	lastSent time.Time
+
+	hdr []byte // header scratch of the runner goroutine (sendTo)
 }
 
 // orderedCreated starts serving a new ordered consumer.
@@ -109,7 +112,6 @@ func (r *orderedRunner) serve(now time.Time) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	keep := r.pulls[:0]
 	for _, p := range r.pulls {
 		switch {
@@ -130,41 +132,60 @@ func (r *orderedRunner) serve(now time.Time) {
 	if len(r.pulls) > 0 {
 		r.o.Touch(now)
 	}
-	for len(r.pulls) > 0 {
+	r.mu.Unlock()
+	// Read and send without the lock: the connection's reader takes it to
+	// add a pull request. Only this goroutine changes a pull's counts.
+	for {
+		r.mu.Lock()
+		if len(r.pulls) == 0 {
+			r.mu.Unlock()
+			break
+		}
 		p := r.pulls[0]
-		msgs, err := r.o.Next(min(p.left, orderedBatch), p.leftBytes)
+		left, leftBytes, reply, noWait := p.left, p.leftBytes, p.reply, p.noWait
+		r.mu.Unlock()
+		msgs, err := r.o.Next(min(left, orderedBatch), leftBytes)
 		if err != nil {
 			r.s.logger.Warn("ordered consumer read", "consumer", r.o.Name, "err", err)
 		}
 		for i := range msgs {
-			size := r.sendTo(p.reply, &msgs[i])
-			p.left--
-			p.sent++
+			size := r.sendTo(reply, &msgs[i])
+			left--
+			if leftBytes > 0 {
+				leftBytes = max(leftBytes-size, 1)
+			}
+		}
+		done := left <= 0
+		if !done && len(msgs) == 0 {
+			if !noWait || r.o.More() {
+				break
+			}
+			done = true
+			go r.s.sendStatus(reply, 404, "No Messages", left, leftBytes)
+		}
+		r.mu.Lock()
+		p.left, p.leftBytes = left, leftBytes
+		if len(msgs) > 0 {
+			p.sent += len(msgs)
 			p.lastSent = now
-			if p.leftBytes > 0 {
-				p.leftBytes = max(p.leftBytes-size, 1)
+		}
+		if done {
+			if i := slices.Index(r.pulls, p); i >= 0 {
+				r.pulls = slices.Delete(r.pulls, i, i+1)
 			}
 		}
-		if p.left <= 0 {
-			r.pulls = r.pulls[1:]
-			continue
-		}
-		if len(msgs) == 0 {
-			if p.noWait && !r.o.More() {
-				r.pulls = r.pulls[1:]
-				go r.s.sendStatus(p.reply, 404, "No Messages", p.left, p.leftBytes)
-				continue
-			}
-			break
-		}
+		r.mu.Unlock()
 	}
+	r.mu.Lock()
 	for _, p := range r.pulls {
 		if p.hb > 0 && now.Sub(p.lastSent) >= p.hb {
 			p.lastSent = now
 			go r.s.sendStatus(p.reply, 100, "Idle Heartbeat", 0, 0)
 		}
 	}
-	if len(r.pulls) > 0 && r.o.More() {
+	more := len(r.pulls) > 0
+	r.mu.Unlock()
+	if more && r.o.More() {
 		r.signal()
 	}
 }
@@ -176,8 +197,11 @@ func (r *orderedRunner) servePush(now time.Time) {
 	}
 	r.o.Touch(now)
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fcReply == "" {
+	stalled := r.fcReply != ""
+	r.mu.Unlock()
+	if !stalled {
+		// Read and send without the lock (the connection's reader takes it
+		// for a flow-control answer); only this goroutine sends.
 		msgs, err := r.o.Next(orderedBatch, 0)
 		if err != nil {
 			r.s.logger.Warn("ordered consumer read", "consumer", r.o.Name, "err", err)
@@ -185,6 +209,7 @@ func (r *orderedRunner) servePush(now time.Time) {
 		for i := range msgs {
 			r.sendTo(to, &msgs[i])
 		}
+		r.mu.Lock()
 		if len(msgs) > 0 {
 			r.lastSent = now
 			r.fcCount += len(msgs)
@@ -199,7 +224,10 @@ func (r *orderedRunner) servePush(now time.Time) {
 		} else if len(msgs) > 0 {
 			r.signal()
 		}
+		r.mu.Unlock()
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.hb > 0 && now.Sub(r.lastSent) >= r.hb {
 		r.lastSent = now
 		cseq, sseq := r.o.Last()
@@ -222,7 +250,9 @@ func (r *orderedRunner) sendTo(subject string, m *jsapi.Msg) int {
 		Time: rec.Time, Pending: m.Pending}
 	reply := string(jsapi.AppendAckSubject(nil, &meta))
 	d := groups.Delivery{Record: rec, Node: r.s.cfg.NodeID, Partition: m.Partition, Offset: m.Entry.Offset}
-	hdr := appendDeliveryHeader(nil, &d)
+	// The scratch is the runner goroutine's; sendMsg copies it out.
+	r.hdr = appendDeliveryHeader(r.hdr[:0], &d)
+	hdr := r.hdr
 	payload := rec.Payload
 	if r.o.Config.HeadersOnly {
 		payload = nil

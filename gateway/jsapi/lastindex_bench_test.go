@@ -1,0 +1,35 @@
+package jsapi
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// BenchmarkLastIndexMemory reports the heap one device costs in the
+// last-value index (device IDs of 13 bytes):
+// go test -run '^$' -bench LastIndexMemory ./gateway/jsapi
+func BenchmarkLastIndexMemory(b *testing.B) {
+	const devices = 100_000
+	ids := make([]string, devices)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("sensor-%06d", i)
+	}
+	var perDevice float64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		x := NewLastIndex(nil, devices, quiet())
+		x.mu.Lock()
+		for i, id := range ids {
+			x.putLocked(id, LastPos{Partition: i % 8, Offset: uint64(i), Seq: 1})
+		}
+		x.mu.Unlock()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perDevice = float64(after.HeapAlloc-before.HeapAlloc) / devices
+		runtime.KeepAlive(x)
+	}
+	b.ReportMetric(perDevice, "B/device")
+}
