@@ -127,6 +127,7 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 		s.JetStream.Ordered, s.JetStream.MaxOrdered = os.Active, os.Max
 		s.JetStream.OrderedCreated, s.JetStream.OrderedExpired, s.JetStream.OrderedRefused = os.Created, os.Expired, os.Refused
 		s.JetStream.OrderedDelivered, s.JetStream.LastIndexDevices, s.JetStream.LastIndexDropped = os.Delivered, os.LastIndexDevices, os.LastIndexDropped
+		s.JetStream.OrderedReadBytes = os.ReadBytes
 		if n.dedup != nil {
 			s.JetStream.MsgIDs, s.JetStream.MaxMsgIDs = n.dedup.Len(), n.cfg.JetStream.MaxMsgIDs
 			s.JetStream.Duplicates, s.JetStream.MsgIDsEvicted = n.dedup.Duplicates.Load(), n.dedup.Evicted.Load()

@@ -77,6 +77,7 @@ type orderedSet struct {
 
 	Created, Expired, Refused atomic.Uint64
 	Delivered                 atomic.Uint64
+	Reading                   atomic.Int64 // bytes the readers hold now
 }
 
 func (o *orderedSet) count(stream string) int {
@@ -97,6 +98,7 @@ type OrderedStats struct {
 	Created, Expired, Refused, Delivered uint64
 	LastIndexDevices                     int
 	LastIndexDropped                     uint64
+	ReadBytes                            int64 // what the readers hold now
 }
 
 // OrderedStats returns the figures of ordered consumers and the last-value
@@ -106,7 +108,8 @@ func (s *Service) OrderedStats() OrderedStats {
 	n := len(s.ordered.m)
 	s.ordered.mu.Unlock()
 	return OrderedStats{Active: n, Max: s.cfg.MaxOrdered, Created: s.ordered.Created.Load(), Expired: s.ordered.Expired.Load(),
-		Refused: s.ordered.Refused.Load(), Delivered: s.ordered.Delivered.Load(), LastIndexDevices: s.last.Len(), LastIndexDropped: s.last.Dropped.Load()}
+		Refused: s.ordered.Refused.Load(), Delivered: s.ordered.Delivered.Load(), LastIndexDevices: s.last.Len(), LastIndexDropped: s.last.Dropped.Load(),
+		ReadBytes: s.ordered.Reading.Load()}
 }
 
 // createOrdered makes an ordered consumer of cc (name set) on stream v for
@@ -256,27 +259,21 @@ func (o *Ordered) info() jetstream.ConsumerInfo {
 	return ci
 }
 
-// pendingLocked is what is left to deliver: exact for a consumer over
-// every device, an upper bound for one device (the records of its
-// partitions). Called with mu.
+// pendingLocked is what is left to deliver: for a consumer over every
+// device, the last values still to send plus the records ahead of its
+// cursors (exact but for move markers); for one device, the last value
+// still to send only (counting the device's records ahead would mean
+// reading them). nats.go's KV watcher ends its initial values when it has
+// received this many at the start, or when a message says 0: an
+// overcount would hold back its end-of-initial-values marker. Called with mu.
 func (o *Ordered) pendingLocked() uint64 {
 	n := uint64(len(o.pending))
-	if o.all {
-		for p, next := range o.next {
-			if d := o.svc.log.Durable(p); d+1 > next {
-				n += d + 1 - next
-			}
-		}
+	if !o.all {
 		return n
 	}
-	if info, ok := o.svc.log.Device(o.device); ok {
-		p := info.Partition
-		if d := o.svc.log.Durable(p); d+1 > o.next[p] {
-			// An upper bound: the partition's other devices are counted too,
-			// which nats.go's KV watcher only reads as "not caught up".
-			if n == 0 {
-				n = 1
-			}
+	for p, next := range o.next {
+		if d := o.svc.log.Durable(p); d+1 > next {
+			n += d + 1 - next
 		}
 	}
 	return n
@@ -332,9 +329,15 @@ func (o *Ordered) Next(maxMsgs, maxBytes int) ([]Msg, error) {
 		es   []wal.Entry
 		next uint64 // where the partition's next read starts
 		done bool   // nothing more durable
+		// bytes of es's chunk
+		bytes int64
 	}
 	heads := make([]head, len(o.next))
 	scanned := 0
+	// held: bytes of the chunks in hand (the ordered readers' memory,
+	// edgeq_jetstream_ordered_read_bytes).
+	var held int64
+	defer func() { o.svc.ordered.Reading.Add(-held) }()
 	phase := len(out) // the messages before are from the last-value list
 	rec := resumeBatch{start: slices.Clone(o.next)}
 	defer func() {
@@ -364,6 +367,13 @@ func (o *Ordered) Next(maxMsgs, maxBytes int) ([]Msg, error) {
 				return nil
 			}
 			h.es, h.next = b.Entries, b.Next
+			var n int64
+			for _, e := range b.Entries {
+				n += int64(len(e.Raw))
+			}
+			o.svc.ordered.Reading.Add(n - h.bytes)
+			held += n - h.bytes
+			h.bytes = n
 			if len(h.es) == 0 {
 				o.next[p] = b.Next // lost or corrupt records only
 			}

@@ -503,3 +503,20 @@ func TestOrderedResumesExactlyLive(t *testing.T) {
 		t.Fatalf("after the reset:\n got %v\nwant %v", again, got)
 	}
 }
+
+func TestOrderedReadBytesReturnToZero(t *testing.T) {
+	b := newBed(t, nil)
+	for i := range 300 {
+		b.put(fmt.Sprintf("d%d", i%7), "reading")
+	}
+	o, out := b.ordered("TELEMETRY", 1, map[string]any{"deliver_policy": "all"})
+	if o == nil {
+		t.Fatal(out)
+	}
+	if got := drain(t, o, 50); len(got) != 300 {
+		t.Fatalf("read %d", len(got))
+	}
+	if n := b.svc.OrderedStats().ReadBytes; n != 0 {
+		t.Fatalf("read bytes %d after the reads", n)
+	}
+}

@@ -272,6 +272,7 @@ var help = map[string]string{
 	"edgeq_jetstream_ordered_expired_total":           "Ordered consumers removed after their inactive_threshold without use.",
 	"edgeq_jetstream_ordered_refused_total":           "Ordered consumer creations refused at jetstream.max_ordered or max_ordered_per_conn.",
 	"edgeq_jetstream_ordered_delivered_total":         "Messages read by ordered consumers.",
+	"edgeq_jetstream_ordered_read_bytes":              "Bytes of the log ordered consumers' reads hold now (at most 4 readers x partitions x 16 KiB).",
 	"edgeq_jetstream_last_index_devices":              "Devices in the last-value index (message get by subject, KV view, last_per_subject); built on first use.",
 	"edgeq_jetstream_last_index_dropped_total":        "Devices left out of the last-value index at its bound (wal.max_devices).",
 	"edgeq_jetstream_max_msg_ids":                     "Bound of the Nats-Msg-Id table (jetstream.max_msg_ids).",

@@ -338,6 +338,7 @@ func renderJetStream(e *enc, s *Snapshot) {
 	e.counter1("edgeq_jetstream_ordered_expired_total", j.OrderedExpired)
 	e.counter1("edgeq_jetstream_ordered_refused_total", j.OrderedRefused)
 	e.counter1("edgeq_jetstream_ordered_delivered_total", j.OrderedDelivered)
+	e.gauge1("edgeq_jetstream_ordered_read_bytes", uint64(max(j.OrderedReadBytes, 0)))
 	e.gauge1("edgeq_jetstream_last_index_devices", uint64(max(j.LastIndexDevices, 0)))
 	e.counter1("edgeq_jetstream_last_index_dropped_total", j.LastIndexDropped)
 }

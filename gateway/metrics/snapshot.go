@@ -123,6 +123,7 @@ type JetStreamStats struct {
 	// The last-value index: devices held, devices left out at its bound.
 	LastIndexDevices int
 	LastIndexDropped uint64
+	OrderedReadBytes int64 // what ordered consumers' reads hold now
 }
 
 // ReasonCount is one labelled count.
