@@ -379,3 +379,34 @@ func nodeOrdered(t *testing.T, e *compatEnv) compatOutcome {
 	}
 	return works()
 }
+
+func nodeKVv2(t *testing.T, e *compatEnv) compatOutcome {
+	compatPublish(t, e, "kv-7", "k1", "k2")
+	out, err := readScript(e, "v2kv", "kv-7")
+	if err != nil || !strings.Contains(out, "get kv-7 rev") || !strings.Contains(out, "watch kv-7 k2") || !strings.Contains(out, "put refused: edgeq: KV bucket") {
+		return broken("%v: %s", err, lastLine(out))
+	}
+	return compatOutcome{status: "works", note: "get and watch; put refused with the read-only error"}
+}
+
+func nodeOrderedV2(t *testing.T, e *compatEnv) compatOutcome {
+	compatPublish(t, e, "ord-3", "n1", "n2", "n3")
+	out, err := readScript(e, "v2ordered", "ord-3")
+	if err != nil || strings.Count(out, "ordered telemetry.ord-3") != 3 || !strings.Contains(out, "n1; ordered") {
+		return broken("%v: %s", err, lastLine(out))
+	}
+	return works()
+}
+
+func cliCheckMessage(t *testing.T, e *compatEnv) compatOutcome {
+	compatPublish(t, e, "chk-1", `{"ok":1}`)
+	out, err := e.cli("server", "check", "message", "--stream", "TELEMETRY", "--subject", "telemetry.chk-1", "--age-warn", "1h", "--age-critical", "2h", "--content", "ok")
+	if err != nil || !strings.HasPrefix(strings.TrimSpace(out), "OK Stream Message") {
+		return broken("%v: %s", err, lastLine(out))
+	}
+	out, err = e.cli("server", "check", "message", "--stream", "TELEMETRY", "--subject", "telemetry.never-seen", "--age-warn", "1h", "--age-critical", "2h")
+	if err == nil || !strings.Contains(out, "no message found") {
+		return broken("a device without readings: %v: %s", err, lastLine(out))
+	}
+	return works()
+}

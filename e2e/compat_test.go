@@ -148,6 +148,9 @@ func compatRows() []compatRow {
 		{"nats.go jetstream", "`OrderedConsumer` + `Consume`: backlog, then a new reading; no queue group", "works", goOrdered},
 		{"natscli", "`nats bench js ordered`", "works", cliBenchOrdered},
 		{"nats.js v3", "ordered consumer (`js.consumers.get(stream, {filter_subjects})`) `fetch`", "works", nodeOrdered},
+		{"nats.js v2", "`js.views.kv(\"telemetry\")`: `get`, `watch`, `put`", "works", nodeKVv2},
+		{"nats.js v2", "ordered consumer (`js.consumers.get(stream, {filterSubjects})`) `fetch`", "works", nodeOrderedV2},
+		{"natscli", "`nats server check message --stream TELEMETRY --subject telemetry.<device>`", "works", cliCheckMessage},
 	}
 }
 
