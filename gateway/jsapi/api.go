@@ -402,12 +402,10 @@ func (s *Service) streamInfo(v streamView) jetstream.StreamInfo {
 	if v.kv {
 		// What KV clients check (nats.go's KeyValue: max_msgs_per_subject
 		// >= 1; natscli's kv commands read history and TTL from it). The
-		// view holds one value per key, the device's newest reading; the
-		// records are the log's, so msgs and bytes are the log's too.
+		// view holds one value per key, the device's newest reading.
 		cfg.Description = "edgeq: read-only view of " + s.cfg.Stream + ": key = device ID, value = its newest reading"
 		cfg.MaxMsgsPerSubject, cfg.Discard, cfg.AllowRollup, cfg.Duplicates = 1, jetstream.DiscardNew, false, 2*time.Minute
 		cfg.MaxConsumers = -1
-		cfg.Sealed = false
 		cfg.Metadata = map[string]string{"edgeq_read_only": "true"}
 		// One value per key: once the last-value index has caught up,
 		// values are its devices (the bytes stay the log's).

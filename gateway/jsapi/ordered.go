@@ -20,9 +20,12 @@ import (
 // back from retention. It is ephemeral (in memory only), lives while its
 // connection does and, like any ephemeral consumer, ends after its
 // inactive_threshold without use. It reads on demand, what a pull request
-// or the push window asks for, so it holds no read-ahead: the bound is one
-// read (orderedReadBytes) per consumer at a time, and the number of them
-// (jetstream.max_ordered per node, max_ordered_per_conn per connection).
+// or the push window asks for, merging the partitions in stream-sequence
+// order, and keeps nothing read between reads: the memory bound is
+// orderedReaders reads at once, each holding one chunk per partition, plus
+// the messages of one answer (orderedReadBytes); the number of consumers is
+// bounded too (jetstream.max_ordered per node, max_ordered_per_conn per
+// connection).
 
 // orderedReadBytes bounds one read of an ordered consumer; orderedScanBytes
 // the records one Next looks at for a filter that matches few of them.
@@ -48,7 +51,10 @@ type Ordered struct {
 	view    streamView
 	all     bool
 	device  string
-	svc     *Service
+	// home and hot: the partitions one device's records can be in (its
+	// home partition, its hot one), the only ones a device's reads scan.
+	home, hot int
+	svc       *Service
 
 	// Wake is signalled when the log may have grown.
 	Wake chan struct{}
@@ -142,12 +148,18 @@ func (s *Service) createOrdered(v streamView, cc jetstream.ConsumerConfig, ephem
 		cc.MaxRequestBatch = MaxRequestBatch
 	}
 	o := &Ordered{Name: cc.Name, Config: cc, Created: s.now().UTC(), Owner: owner, view: v, all: all, device: device, svc: s,
-		Wake: make(chan struct{}, 1), active: s.now()}
+		Wake: make(chan struct{}, 1), active: s.now(), home: -1, hot: -1}
+	if !all {
+		o.home, o.hot = s.log.HomePartition(device), s.log.HotPartition(device)
+	}
 	if e := s.startOrdered(o); e != nil {
 		return nil, e
 	}
+	s.mu.Lock()
+	_, taken := s.consumers[o.Name]
+	s.mu.Unlock()
 	s.ordered.mu.Lock()
-	if old := s.ordered.m[o.Name]; old != nil {
+	if old := s.ordered.m[o.Name]; old != nil || taken {
 		s.ordered.mu.Unlock()
 		return nil, Err(400, CodeConsumerExists, "consumer already exists")
 	}
@@ -351,6 +363,9 @@ func (o *Ordered) Next(maxMsgs, maxBytes int) ([]Msg, error) {
 	}()
 	fill := func(p int) error {
 		h := &heads[p]
+		if !o.all && p != o.home && p != o.hot {
+			h.done = true // the device is never stored there
+		}
 		for len(h.es) == 0 && !h.done {
 			from := max(h.next, o.next[p])
 			if from > log.Durable(p) {

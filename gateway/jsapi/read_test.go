@@ -520,3 +520,31 @@ func TestOrderedReadBytesReturnToZero(t *testing.T) {
 		t.Fatalf("read bytes %d after the reads", n)
 	}
 }
+
+// TestOrderedOneDeviceAcrossAMove: a device's reads scan its home and hot
+// partitions only, and find its readings in both.
+func TestOrderedOneDeviceAcrossAMove(t *testing.T) {
+	b := newBed(t, nil)
+	b.run()
+	b.put("mover", "m1")
+	b.put("other", "o1")
+	if _, err := b.log.Move(context.Background(), "mover", b.log.HotPartition("mover")); err != nil {
+		t.Fatal(err)
+	}
+	hot := b.put("mover", "m2")
+	if hot.Partition != b.log.HotPartition("mover") {
+		t.Fatalf("after the move the reading went to %d", hot.Partition)
+	}
+	o, out := b.ordered("TELEMETRY", 1, map[string]any{"filter_subject": "telemetry.mover", "deliver_policy": "all"})
+	if o == nil {
+		t.Fatal(out)
+	}
+	if got := drain(t, o, 10); !slices.Equal(got, []string{"m1", "m2"}) {
+		t.Fatalf("got %v", got)
+	}
+	// The last value, before and after the index caught up.
+	f, e := b.svc.GetMsg("TELEMETRY", MsgGetRequest{LastBySubj: "telemetry.mover"})
+	if e != nil || string(f.Entry.Record.Payload) != "m2" {
+		t.Fatalf("last: %v %v", f, e)
+	}
+}
