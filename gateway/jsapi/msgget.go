@@ -96,11 +96,21 @@ func (s *Service) GetMsg(stream string, req MsgGetRequest) (Found, *APIError) {
 		return Found{}, errNoMessage
 	}
 	e := b.Entries[0]
-	return Found{Stream: v.name, Subject: v.subject(e.Record.Device), Seq: StreamSeq(p, off), Partition: p, Entry: e}, nil
+	return Found{Stream: v.name, Subject: v.subject(e.Record.Device), Seq: s.seqOf(p, off), Partition: p, Entry: e}, nil
 }
 
-// locate is where stream sequence seq is stored: the one place that maps a
-// sequence to the log, so that a change of numbering stays here.
+// The read side maps between stream sequences and the log through these
+// three methods only (message get, ordered consumers, the last-value
+// index's order), so that a change of numbering stays here.
+
+// seqOf is the stream sequence of the record at (partition, offset).
+func (s *Service) seqOf(partition int, offset uint64) uint64 { return StreamSeq(partition, offset) }
+
+// startBySeq is where, per partition, a read from stream sequence seq on
+// starts (the offset finished before it).
+func (s *Service) startBySeq(seq uint64) func(partition int) uint64 { return StartBySeq(seq) }
+
+// locate is where stream sequence seq is stored.
 func (s *Service) locate(seq uint64) (partition int, offset uint64, ok bool) {
 	p, off := SplitSeq(seq)
 	if seq == 0 || off == 0 || p >= s.log.NumPartitions() {

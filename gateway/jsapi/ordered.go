@@ -219,7 +219,7 @@ func (s *Service) startOrdered(o *Ordered) *APIError {
 		if next, ok := s.resumeFrom(o, cc.OptStartSeq-1); ok {
 			copy(o.next, next)
 		} else {
-			from(StartBySeq(cc.OptStartSeq))
+			from(s.startBySeq(cc.OptStartSeq))
 		}
 	case jetstream.DeliverByStartTimePolicy:
 		if cc.OptStartTime == nil {
@@ -250,7 +250,7 @@ func (s *Service) startOrdered(o *Ordered) *APIError {
 func (s *Service) lastSnapshot(o *Ordered) ([]LastPos, []uint64, bool) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		pos, next, ok := s.last.Snapshot(o.matches, StreamSeq)
+		pos, next, ok := s.last.Snapshot(o.matches, s.seqOf)
 		if ok || time.Now().After(deadline) {
 			return pos, next, ok
 		}
@@ -316,7 +316,7 @@ func (o *Ordered) Next(maxMsgs, maxBytes int) ([]Msg, error) {
 	size := 0
 	take := func(p int, e wal.Entry) {
 		o.cseq++
-		seq := StreamSeq(p, e.Offset)
+		seq := o.svc.seqOf(p, e.Offset)
 		o.sseq = seq
 		out = append(out, Msg{Found: Found{Stream: o.view.name, Subject: o.view.subject(e.Record.Device), Seq: seq, Partition: p, Entry: e},
 			ConsumerSeq: o.cseq})
@@ -404,7 +404,7 @@ func (o *Ordered) Next(maxMsgs, maxBytes int) ([]Msg, error) {
 			if len(heads[p].es) == 0 {
 				continue
 			}
-			if best < 0 || StreamSeq(p, heads[p].es[0].Offset) < StreamSeq(best, heads[best].es[0].Offset) {
+			if best < 0 || o.svc.seqOf(p, heads[p].es[0].Offset) < o.svc.seqOf(best, heads[best].es[0].Offset) {
 				best = p
 			}
 		}
