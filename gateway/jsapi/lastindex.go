@@ -208,10 +208,10 @@ func (x *LastIndex) Last(device string) (LastPos, bool) {
 	pos, ok := x.m[device]
 	ready := x.readyLocked()
 	x.mu.Unlock()
-	if ok || ready {
+	if ok || ready && x.Dropped.Load() == 0 {
 		return pos, ok
 	}
-	return x.scan(device)
+	return x.scan(device) // not caught up yet, or the device did not fit
 }
 
 // scan reads back through the device's partitions for its newest record.
@@ -245,7 +245,9 @@ func (x *LastIndex) scan(device string) (LastPos, bool) {
 	}
 	if found {
 		x.mu.Lock()
-		x.putLocked(device, best)
+		if _, in := x.m[device]; in || len(x.m) < x.max {
+			x.putLocked(device, best)
+		}
 		x.mu.Unlock()
 	}
 	return best, found

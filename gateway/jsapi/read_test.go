@@ -151,6 +151,15 @@ func TestLastIndexBound(t *testing.T) {
 	if n, d := b.svc.last.Len(), b.svc.last.Dropped.Load(); n != 2 || d != 2 {
 		t.Fatalf("indexed %d, dropped %d; want 2 and 2", n, d)
 	}
+	// A device left out is still found, by reading back.
+	for i := range 4 {
+		if _, ok := b.svc.last.Last(fmt.Sprintf("d%d", i)); !ok {
+			t.Fatalf("d%d not found", i)
+		}
+	}
+	if n := b.svc.last.Len(); n != 2 {
+		t.Fatalf("the read-back grew the index to %d", n)
+	}
 }
 
 func TestStreamInfoViews(t *testing.T) {
