@@ -233,3 +233,50 @@ func TestKVViewAndMessageGet(t *testing.T) {
 		t.Fatalf("msg get of no message: %v %s", err, resp.Data)
 	}
 }
+
+// TestOrderedPullRequests: an ordered consumer answers no_wait with what
+// there is then 404, and an expiring pull with what came then 408; a
+// closed connection's ordered consumers go.
+func TestOrderedPullRequests(t *testing.T) {
+	r := newReadRig(t)
+	ctx := jsCtx(t)
+	nc := r.connect(t)
+	js, _ := jetstream.New(nc)
+	publishN(t, js, ctx, "telemetry.p1", 0, 2)
+	c, err := js.OrderedConsumer(ctx, "TELEMETRY", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"telemetry.p1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.FetchNoWait(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for range b.Messages() {
+		n++
+	}
+	if n != 2 || b.Error() != nil {
+		t.Fatalf("no_wait: %d messages, %v", n, b.Error())
+	}
+	b, err = c.Fetch(5, jetstream.FetchMaxWait(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range b.Messages() {
+		t.Fatal("a message came with nothing stored")
+	}
+	if b.Error() != nil {
+		t.Fatalf("expired fetch: %v", b.Error())
+	}
+	if st := r.js().OrderedStats(); st.Active != 1 {
+		t.Fatalf("ordered consumers %d, want 1", st.Active)
+	}
+	nc.Close()
+	deadline := time.Now().Add(time.Minute) // bounds a hang only
+	for r.js().OrderedStats().Active != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the closed connection's ordered consumer stayed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
