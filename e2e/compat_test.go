@@ -77,7 +77,7 @@ func TestClientCompat(t *testing.T) {
 		curl:    requireTool(t, "curl"),
 	}
 	e.jsDir, _ = filepath.Abs(filepath.Join("testdata", "nodejs"))
-	for _, pkg := range []string{"nats", "@nats-io/jetstream", "@nats-io/transport-node"} {
+	for _, pkg := range []string{"nats", "@nats-io/jetstream", "@nats-io/transport-node", "@nats-io/kv"} {
 		if _, err := os.Stat(filepath.Join(e.jsDir, "node_modules", pkg, "package.json")); err != nil {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("%s is not installed in %s (scripts/install-test-deps.sh), and CI=true", pkg, e.jsDir)
@@ -130,8 +130,27 @@ func compatRows() []compatRow {
 		{"go-nsq", "`Producer.Publish` and a `Consumer` on a channel", "works", nsqRoundTrip},
 		{"curl", "5 MB `POST /v1/publish` (default `Expect: 100-continue`)", "works", curlTooBig},
 		{"curl", "`--data-binary` publish: transport headers not stored", "works", curlHeaders},
-		{"natscli", "`nats stream get TELEMETRY 1`", "refused", cliRefused([]string{"stream", "get", "TELEMETRY", "1"}, "not supported")},
-		{"natscli", "`nats sub --stream TELEMETRY --all` (ordered consumer)", "refused", cliRefused([]string{"sub", "--stream", "TELEMETRY", "--all", "--count", "1"}, "ack_policy")},
+		{"natscli", "`nats stream get TELEMETRY <seq>`", "works", cliStreamGetSeq},
+		{"natscli", "`nats stream get TELEMETRY --last-for telemetry.<device>`", "works", cliStreamGetLastFor},
+		{"nats.go jetstream", "`Stream.GetMsg(seq)`, `GetLastMsgForSubject` (direct get)", "works", goGetMsg},
+		{"nats.js v3", "`jsm.streams.getMessage(stream, {last_by_subj})`", "works", nodeGetLast},
+		{"natscli", "`nats kv get telemetry <device>`", "works", cliKVGet},
+		{"natscli", "`nats kv watch telemetry <device>`", "works", cliKVWatch},
+		{"natscli", "`nats kv put telemetry <device> x`", "refused", cliKVPut},
+		{"nats.go jetstream", "`KeyValue(\"telemetry\")`: `Get`, `Watch` (last value, marker, new readings)", "works", goKV},
+		{"nats.go jetstream", "`KeyValue.Put`, `Delete`", "refused", goKVPut},
+		{"nats.js v3", "`Kvm.open(\"telemetry\")`: `get`, `watch`, `put`", "works", nodeKV},
+		{"natscli", "`nats sub --stream TELEMETRY telemetry.<device> --all`", "works", cliSubStream("--all", []string{"s1", "s2", "s3"}, "")},
+		{"natscli", "`nats sub --stream TELEMETRY telemetry.<device> --last`", "works", cliSubStream("--last", []string{"s3"}, "")},
+		{"natscli", "`nats sub --stream TELEMETRY telemetry.<device> --last-per-subject`", "works", cliSubStream("--last-per-subject", []string{"s3"}, "")},
+		{"natscli", "`nats sub --stream TELEMETRY telemetry.<device> --since 1h`", "works", cliSubStream("--since", []string{"s1", "s2", "s3"}, "")},
+		{"natscli", "`nats sub --stream TELEMETRY telemetry.<device> --new`", "works", cliSubStream("--new", []string{"s4"}, "s4")},
+		{"nats.go jetstream", "`OrderedConsumer` + `Consume`: backlog, then a new reading; no queue group", "works", goOrdered},
+		{"natscli", "`nats bench js ordered`", "works", cliBenchOrdered},
+		{"nats.js v3", "ordered consumer (`js.consumers.get(stream, {filter_subjects})`) `fetch`", "works", nodeOrdered},
+		{"nats.js v2", "`js.views.kv(\"telemetry\")`: `get`, `watch`, `put`", "works", nodeKVv2},
+		{"nats.js v2", "ordered consumer (`js.consumers.get(stream, {filterSubjects})`) `fetch`", "works", nodeOrderedV2},
+		{"natscli", "`nats server check message --stream TELEMETRY --subject telemetry.<device>`", "works", cliCheckMessage},
 	}
 }
 

@@ -34,7 +34,9 @@ func TestJetStreamNatsCLI(t *testing.T) {
 		{[]string{"stream", "info", "TELEMETRY"}, []string{"Active Consumers: 1"}},
 		{[]string{"bench", "js", "pub", "async", "telemetry.bench", "--stream", "TELEMETRY", "--msgs", "500"}, []string{"asynchronous publisher stats"}},
 		{[]string{"bench", "js", "consume", "--stream", "TELEMETRY", "--msgs", "500"}, []string{"durable consumer (callback) stats"}},
-		{[]string{"kv", "ls"}, []string{"No Key-Value buckets found"}},
+		// The read-only KV view of the stream (the device shadow).
+		{[]string{"kv", "ls"}, []string{"telemetry", "read-only view of TELEMETRY"}},
+		{[]string{"kv", "get", "telemetry", "js-2"}, []string{"reading of js-2"}},
 	}
 	for _, c := range checks {
 		out := run(c.args...)

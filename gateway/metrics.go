@@ -123,6 +123,11 @@ func (n *Node) snapshot(top int, device bool) metrics.Snapshot {
 		s.JetStream = metrics.JetStreamStats{Enabled: true, APICalls: n.js.Total.Load(), APIErrors: n.js.Errors.Load(),
 			Consumers: n.js.Consumers(), BadPulls: cs.BadPulls.Load(),
 			ConsumersDeleted: n.js.Deleted.Load(), ConsumersExpired: n.js.Expired.Load()}
+		os := n.js.OrderedStats()
+		s.JetStream.Ordered, s.JetStream.MaxOrdered = os.Active, os.Max
+		s.JetStream.OrderedCreated, s.JetStream.OrderedExpired, s.JetStream.OrderedRefused = os.Created, os.Expired, os.Refused
+		s.JetStream.OrderedDelivered, s.JetStream.LastIndexDevices, s.JetStream.LastIndexDropped = os.Delivered, os.LastIndexDevices, os.LastIndexDropped
+		s.JetStream.OrderedReadBytes = os.ReadBytes
 		if n.dedup != nil {
 			s.JetStream.MsgIDs, s.JetStream.MaxMsgIDs = n.dedup.Len(), n.cfg.JetStream.MaxMsgIDs
 			s.JetStream.Duplicates, s.JetStream.MsgIDsEvicted = n.dedup.Duplicates.Load(), n.dedup.Evicted.Load()

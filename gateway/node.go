@@ -163,7 +163,8 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		js = jsapi.NewService(jsapi.Config{Stream: j.Stream, Prefix: cfg.NATS.TelemetryPrefix, MaxConsumers: j.MaxConsumers,
 			DuplicateWindow: j.DuplicateWindow, MaxBytes: int64(cfg.WAL.MaxBytes), MaxAge: cfg.WAL.MaxAge,
 			Defaults: queueConfig(cfg, config.Group{}), StateFile: filepath.Join(cfg.DataDir, "jetstream-consumers.json"),
-			Clustered: cfg.Cluster.Name != "", Logger: logger}, l, n.queues)
+			Clustered: cfg.Cluster.Name != "", KVBucket: j.KVBucket, MaxDevices: cfg.WAL.MaxDevices, MaxOrdered: j.MaxOrdered,
+			MaxOrderedPerConn: j.MaxOrderedPerConn, Logger: logger}, l, n.queues)
 		if j.DuplicateWindow > 0 {
 			dedup = jsapi.NewDedup(j.DuplicateWindow, j.MaxMsgIDs, nil)
 		}

@@ -51,7 +51,7 @@ if ! command -v nats >/dev/null && [ ! -x "$gobin/nats" ]; then
   GOFLAGS= go install github.com/nats-io/natscli/nats@v0.5.1
 fi
 nodedir="$(dirname "$0")/../e2e/testdata/nodejs"
-if [ ! -f "$nodedir/node_modules/nats/package.json" ] || [ ! -f "$nodedir/node_modules/@nats-io/jetstream/package.json" ]; then
+if [ ! -f "$nodedir/node_modules/nats/package.json" ] || [ ! -f "$nodedir/node_modules/@nats-io/jetstream/package.json" ] || [ ! -f "$nodedir/node_modules/@nats-io/kv/package.json" ]; then
   echo "installing nats.js (npm) into e2e/testdata/nodejs"
   npm install --prefix "$nodedir" --no-audit --no-fund --silent >/dev/null
 fi

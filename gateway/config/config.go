@@ -235,7 +235,19 @@ type JetStream struct {
 	// wants 2.9.4 or later for its consumers API). A plain
 	// MAJOR.MINOR.PATCH.
 	InfoVersion string `yaml:"info_version"`
+	// KVBucket names the read-only KV view of the stream (default
+	// "telemetry": bucket telemetry, stream KV_telemetry; keys are device
+	// IDs, a key's value is the device's newest reading); empty: none.
+	KVBucket string `yaml:"kv_bucket"`
+	// MaxOrdered bounds the ordered consumers (ack_policy none: reads of
+	// the log with no queue group) of the node (default 256),
+	// MaxOrderedPerConn those of one connection (default 16).
+	MaxOrdered        int `yaml:"max_ordered"`
+	MaxOrderedPerConn int `yaml:"max_ordered_per_conn"`
 }
+
+// kvBucketName is a KV bucket name as nats.go accepts it.
+var kvBucketName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // plainVersion is MAJOR.MINOR.PATCH.
 var plainVersion = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
@@ -432,7 +444,8 @@ func Default() Config {
 		DataDir:         "./edgeq-data",
 		LogLevel:        "info",
 		ShutdownTimeout: 10 * time.Second,
-		JetStream:       JetStream{Enabled: true, Stream: "TELEMETRY", DuplicateWindow: 2 * time.Minute, MaxMsgIDs: 100000, MaxConsumers: 64, QueueAckSubjects: true},
+		JetStream: JetStream{Enabled: true, Stream: "TELEMETRY", DuplicateWindow: 2 * time.Minute, MaxMsgIDs: 100000, MaxConsumers: 64, QueueAckSubjects: true,
+			KVBucket: "telemetry", MaxOrdered: 256, MaxOrderedPerConn: 16},
 		NATS: NATS{
 			Listen:                 "127.0.0.1:4222",
 			TelemetryPrefix:        "telemetry",
@@ -547,6 +560,15 @@ func (c *Config) Validate() error {
 		}
 		if j.MaxMsgIDs < 1 || j.MaxMsgIDs > 10_000_000 {
 			bad("jetstream.max_msg_ids", "%d, want 1..10000000", j.MaxMsgIDs)
+		}
+		if j.KVBucket != "" && !kvBucketName.MatchString(j.KVBucket) {
+			bad("jetstream.kv_bucket", "%q, want 1..64 of [A-Za-z0-9_-] (or empty: no KV view)", j.KVBucket)
+		}
+		if j.MaxOrdered < 1 || j.MaxOrdered > 100_000 {
+			bad("jetstream.max_ordered", "%d, want 1..100000", j.MaxOrdered)
+		}
+		if j.MaxOrderedPerConn < 1 || j.MaxOrderedPerConn > j.MaxOrdered {
+			bad("jetstream.max_ordered_per_conn", "%d, want 1..jetstream.max_ordered (%d)", j.MaxOrderedPerConn, j.MaxOrdered)
 		}
 		if j.MaxConsumers < 1 || j.MaxConsumers > c.Queue.MaxGroups {
 			bad("jetstream.max_consumers", "%d, want 1..queue.max_groups (%d)", j.MaxConsumers, c.Queue.MaxGroups)

@@ -114,6 +114,9 @@ func TestRejectsWithKeyNames(t *testing.T) {
 		{"stream name with a dot", "jetstream:\n  stream: A.B\n", nil, "jetstream.stream"},
 		{"no msg-id table", "", []string{"EDGEQ_JETSTREAM_MAX_MSG_IDS=0"}, "jetstream.max_msg_ids"},
 		{"more consumers than groups", "jetstream:\n  max_consumers: 1000\n", nil, "jetstream.max_consumers"},
+		{"kv bucket with a dot", "jetstream:\n  kv_bucket: a.b\n", nil, "jetstream.kv_bucket"},
+		{"no ordered consumers", "", []string{"EDGEQ_JETSTREAM_MAX_ORDERED=0"}, "jetstream.max_ordered"},
+		{"more ordered per connection than per node", "jetstream:\n  max_ordered: 4\n  max_ordered_per_conn: 5\n", nil, "jetstream.max_ordered_per_conn"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -41,8 +41,20 @@ type Config struct {
 	// node: CONSUMER.DELETE only forgets the name, and consumers that
 	// expire (ephemeral, inactive_threshold) are refused.
 	Clustered bool
-	Logger    *slog.Logger // nil: slog.Default()
+	// KVBucket names the read-only KV view of the log (stream
+	// KV_<bucket>, keys are device IDs, a key's value is the device's
+	// newest reading); empty: no view.
+	KVBucket string
+	// MaxDevices bounds the last-value index (the log's max_devices).
+	MaxDevices int
+	// MaxOrdered bounds the ordered consumers (ack none) of the node,
+	// MaxOrderedPerConn those of one connection (the front end's part).
+	MaxOrdered, MaxOrderedPerConn int
+	Logger                        *slog.Logger // nil: slog.Default()
 }
+
+// KVStreamPrefix starts the name of a KV bucket's stream.
+const KVStreamPrefix = "KV_"
 
 // Registry is what the API needs of gateway/groups.
 type Registry interface {
@@ -69,6 +81,9 @@ type Service struct {
 
 	hooks  Hooks // set once by SetHooks, before use
 	logger *slog.Logger
+
+	last    *LastIndex
+	ordered orderedSet
 }
 
 // Hooks are the front end's part in a consumer's life.
@@ -87,6 +102,9 @@ type Hooks struct {
 	// Waiting counts a consumer's pull requests outstanding (CONSUMER.INFO
 	// num_waiting). Called with the lock.
 	Waiting func(*Consumer) int
+	// OrderedCreated learns of an ordered consumer created; the front end
+	// serves it until it is Gone. Called without locks.
+	OrderedCreated func(*Ordered)
 }
 
 // SetHooks tells the front end of consumers created and deleted. Call
@@ -121,8 +139,16 @@ func NewService(cfg Config, l *wal.Log, reg Registry) *Service {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	if cfg.MaxOrdered <= 0 {
+		cfg.MaxOrdered = 256
+	}
+	if cfg.MaxOrderedPerConn <= 0 {
+		cfg.MaxOrderedPerConn = 16
+	}
+	logger = logger.With("component", "jetstream")
 	return &Service{cfg: cfg, log: l, reg: reg, created: time.Now().UTC(), now: time.Now, consumers: map[string]*Consumer{},
-		logger: logger.With("component", "jetstream")}
+		logger: logger, last: NewLastIndex(l, cfg.MaxDevices, logger), ordered: orderedSet{m: map[string]*Ordered{}, readers: make(chan struct{}, orderedReaders),
+			some: make(chan struct{})}}
 }
 
 // Consumers is the number of consumers.
@@ -179,9 +205,13 @@ func ErrorJSON(typ string, e *APIError) []byte {
 // Handle answers one API call: api is the subject after $JS.API., body the
 // request. Calls outside the subset get a JetStream error, never silence.
 // CONSUMER.MSG.NEXT is the connection's business (see ParseNext).
-func (s *Service) Handle(api string, body []byte) []byte {
+func (s *Service) Handle(api string, body []byte) []byte { return s.HandleFrom(api, body, 0) }
+
+// HandleFrom is Handle for a call from connection owner (which owns the
+// ordered consumers it creates).
+func (s *Service) HandleFrom(api string, body []byte, owner uint64) []byte {
 	s.Total.Add(1)
-	out, e := s.handle(api, body)
+	out, e := s.handle(api, body, owner)
 	if e != nil {
 		s.Errors.Add(1)
 		return ErrorJSON(typeOf(api), e)
@@ -199,31 +229,44 @@ func typeOf(api string) string {
 	return strings.ReplaceAll(t, ".", "_") + "_response"
 }
 
-func (s *Service) handle(api string, body []byte) ([]byte, *APIError) {
+func (s *Service) handle(api string, body []byte, owner uint64) ([]byte, *APIError) {
 	tok := strings.Split(api, ".")
 	switch {
 	case api == "INFO":
 		return s.accountInfo(), nil
 	case api == "STREAM.NAMES":
-		return marshal("stream_names_response", map[string]any{"total": 1, "offset": 0, "limit": 1024, "streams": []string{s.cfg.Stream}}), nil
+		names := []string{}
+		for _, v := range s.views() {
+			if streamNamesSubject(body, v) {
+				names = append(names, v.name)
+			}
+		}
+		return marshal("stream_names_response", map[string]any{"total": len(names), "offset": 0, "limit": 1024, "streams": names}), nil
 	case api == "STREAM.LIST":
-		return marshal("stream_list_response", map[string]any{"total": 1, "offset": 0, "limit": 256, "streams": []jetstream.StreamInfo{s.streamInfo()}}), nil
+		infos := []jetstream.StreamInfo{}
+		for _, v := range s.views() {
+			if streamNamesSubject(body, v) {
+				infos = append(infos, s.streamInfo(v))
+			}
+		}
+		return marshal("stream_list_response", map[string]any{"total": len(infos), "offset": 0, "limit": 256, "streams": infos}), nil
 	case len(tok) == 3 && tok[0] == "STREAM" && tok[1] == "INFO":
-		if tok[2] != s.cfg.Stream {
+		v, ok := s.view(tok[2])
+		if !ok {
 			return nil, errStreamNotFound
 		}
-		return marshal("stream_info_response", s.streamInfo()), nil
+		return marshal("stream_info_response", s.streamInfo(v)), nil
 	case len(tok) == 3 && tok[0] == "CONSUMER" && (tok[1] == "NAMES" || tok[1] == "LIST"):
-		if tok[2] != s.cfg.Stream {
+		if _, ok := s.view(tok[2]); !ok {
 			return nil, errStreamNotFound
 		}
 		if tok[1] == "NAMES" {
-			names := s.consumerNames()
+			names := s.consumerNames(tok[2])
 			return marshal("consumer_names_response", map[string]any{"total": len(names), "offset": 0, "limit": 1024, "consumers": names}), nil
 		}
 		infos := []jetstream.ConsumerInfo{}
-		for _, n := range s.consumerNames() {
-			if ci, ok := s.consumerInfo(n); ok {
+		for _, n := range s.consumerNames(tok[2]) {
+			if ci, ok := s.consumerInfo(tok[2], n); ok {
 				infos = append(infos, ci)
 			}
 		}
@@ -232,28 +275,40 @@ func (s *Service) handle(api string, body []byte) ([]byte, *APIError) {
 		if e := checkCreateFilter(strings.Join(tok[4:], "."), body); e != nil {
 			return nil, e
 		}
-		return s.createConsumer(tok[2], tok[3], body, false)
+		return s.createConsumer(tok[2], tok[3], body, false, owner)
 	case len(tok) == 3 && tok[0] == "CONSUMER" && tok[1] == "CREATE":
-		return s.createConsumer(tok[2], "", body, false)
+		return s.createConsumer(tok[2], "", body, false, owner)
 	case len(tok) == 5 && tok[0] == "CONSUMER" && tok[1] == "DURABLE" && tok[2] == "CREATE":
-		return s.createConsumer(tok[3], tok[4], body, true)
+		return s.createConsumer(tok[3], tok[4], body, true, owner)
 	case len(tok) == 4 && tok[0] == "CONSUMER" && tok[1] == "INFO":
-		if tok[2] != s.cfg.Stream {
+		if _, ok := s.view(tok[2]); !ok {
 			return nil, errStreamNotFound
 		}
-		ci, ok := s.consumerInfo(tok[3])
+		ci, ok := s.consumerInfo(tok[2], tok[3])
 		if !ok {
 			return nil, errConsumerNotFound
 		}
 		return marshal("consumer_info_response", ci), nil
 	case len(tok) == 4 && tok[0] == "CONSUMER" && tok[1] == "DELETE":
-		if tok[2] != s.cfg.Stream {
+		if _, ok := s.view(tok[2]); !ok {
 			return nil, errStreamNotFound
+		}
+		if o := s.Ordered(tok[2], tok[3]); o != nil {
+			s.removeOrdered(o)
+			return marshal("consumer_delete_response", map[string]any{"success": true}), nil
+		}
+		if tok[2] != s.cfg.Stream {
+			return nil, errConsumerNotFound
 		}
 		if e := s.deleteConsumer(tok[3]); e != nil {
 			return nil, e
 		}
 		return marshal("consumer_delete_response", map[string]any{"success": true}), nil
+	case len(tok) >= 2 && tok[0] == "STREAM" && tok[1] == "MSG" && len(tok) == 4 && tok[2] == "DELETE":
+		return nil, s.readOnly(tok[3], "deleting a message")
+	case len(tok) >= 3 && tok[0] == "STREAM" && (tok[1] == "CREATE" || tok[1] == "UPDATE" || tok[1] == "DELETE" || tok[1] == "PURGE") &&
+		strings.HasPrefix(tok[2], KVStreamPrefix):
+		return nil, s.readOnly(tok[2], strings.ToLower(tok[1]))
 	case len(tok) >= 2 && tok[0] == "STREAM" && (tok[1] == "CREATE" || tok[1] == "UPDATE" || tok[1] == "DELETE" || tok[1] == "PURGE"):
 		return nil, Err(400, CodeNotSupported, "edgeq: the stream is the node's log, set by its configuration (jetstream.stream); %s is not supported", strings.ToLower(tok[1]))
 	}
@@ -315,9 +370,9 @@ func (s *Service) accountInfo() []byte {
 		API: jetstream.APIStats{Level: 1, Total: s.Total.Load(), Errors: s.Errors.Load()}})
 }
 
-// streamInfo describes the log as a stream; first/last follow the stream
+// streamInfo describes the log as stream v; first/last follow the stream
 // sequence (offset-major), times are those of the records there.
-func (s *Service) streamInfo() jetstream.StreamInfo {
+func (s *Service) streamInfo(v streamView) jetstream.StreamInfo {
 	var st jetstream.StreamState
 	firstSet := false
 	for p := 0; p < s.log.NumPartitions(); p++ {
@@ -339,15 +394,80 @@ func (s *Service) streamInfo() jetstream.StreamInfo {
 	s.mu.Lock()
 	st.Consumers = len(s.consumers)
 	s.mu.Unlock()
-	return jetstream.StreamInfo{
-		Config: jetstream.StreamConfig{Name: s.cfg.Stream, Subjects: []string{s.cfg.Prefix + ".>"}, Retention: jetstream.LimitsPolicy,
-			MaxConsumers: s.cfg.MaxConsumers, MaxMsgs: -1, MaxBytes: s.cfg.MaxBytes, MaxAge: s.cfg.MaxAge, MaxMsgsPerSubject: -1,
-			MaxMsgSize: -1, Discard: jetstream.DiscardOld, Storage: jetstream.FileStorage, Replicas: 1, Duplicates: s.cfg.DuplicateWindow,
-			DenyDelete: true, DenyPurge: true},
-		Created:   s.created,
-		State:     st,
-		TimeStamp: s.now().UTC(),
+	st.Consumers += s.ordered.count(v.name)
+	cfg := jetstream.StreamConfig{Name: v.name, Subjects: []string{v.prefix + ".>"}, Retention: jetstream.LimitsPolicy,
+		MaxConsumers: s.cfg.MaxConsumers, MaxMsgs: -1, MaxBytes: s.cfg.MaxBytes, MaxAge: s.cfg.MaxAge, MaxMsgsPerSubject: -1,
+		MaxMsgSize: -1, Discard: jetstream.DiscardOld, Storage: jetstream.FileStorage, Replicas: 1, Duplicates: s.cfg.DuplicateWindow,
+		DenyDelete: true, DenyPurge: true, AllowDirect: true}
+	if v.kv {
+		// What KV clients check (nats.go's KeyValue: max_msgs_per_subject
+		// >= 1; natscli's kv commands read history and TTL from it). The
+		// view holds one value per key, the device's newest reading.
+		cfg.Description = "edgeq: read-only view of " + s.cfg.Stream + ": key = device ID, value = its newest reading"
+		cfg.MaxMsgsPerSubject, cfg.Discard, cfg.AllowRollup, cfg.Duplicates = 1, jetstream.DiscardNew, false, 2*time.Minute
+		cfg.MaxConsumers = -1
+		cfg.Metadata = map[string]string{"edgeq_read_only": "true"}
+		// One value per key: once the last-value index has caught up,
+		// values are its devices (the bytes stay the log's).
+		if s.last.Ready() {
+			st.Msgs = uint64(s.last.Len())
+			st.NumSubjects = st.Msgs
+		}
 	}
+	return jetstream.StreamInfo{Config: cfg, Created: s.created, State: st, TimeStamp: s.now().UTC()}
+}
+
+// views are the streams the node answers for: its stream, then the KV view.
+func (s *Service) views() []streamView {
+	vs := []streamView{{name: s.cfg.Stream, prefix: s.cfg.Prefix}}
+	if v, ok := s.view(KVStreamPrefix + s.cfg.KVBucket); ok && s.cfg.KVBucket != "" {
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// streamNamesSubject applies STREAM.NAMES/LIST's subject filter
+// ({"subject":"telemetry.d1"}, how clients find a subject's stream).
+func streamNamesSubject(body []byte, v streamView) bool {
+	var req struct {
+		Subject string `json:"subject"`
+	}
+	if len(body) == 0 || json.Unmarshal(body, &req) != nil || req.Subject == "" {
+		return true
+	}
+	if all, _, ok := v.match(req.Subject); ok || all {
+		return true
+	}
+	// A filter wider than the view's prefix ("$KV.>", ">") overlaps it.
+	return req.Subject == ">" || strings.HasSuffix(req.Subject, ".>") && strings.HasPrefix(v.prefix+".", strings.TrimSuffix(req.Subject, ">"))
+}
+
+// readOnly is the answer to a write to stream: the KV view is read-only,
+// the node's stream is its log.
+func (s *Service) readOnly(stream, what string) *APIError {
+	if v, ok := s.view(stream); ok && v.kv {
+		return Err(400, CodeKVReadOnly, "edgeq: KV bucket %q is a read-only view of the %s stream (key = device ID, value = its newest reading); %s is not supported: publish to %s.<device> instead",
+			s.cfg.KVBucket, s.cfg.Stream, what, s.cfg.Prefix)
+	}
+	if _, ok := s.view(stream); !ok {
+		return errStreamNotFound
+	}
+	return Err(400, CodeNotSupported, "edgeq: the stream is the node's log; %s is not supported", what)
+}
+
+// KVReadOnly is the pub-ack error of a publish to the KV view's subjects
+// (a put, delete, purge or create).
+func (s *Service) KVReadOnly() *APIError {
+	return s.readOnly(KVStreamPrefix+s.cfg.KVBucket, "writing a key")
+}
+
+// KVPrefix is the subject prefix of the KV view ("$KV.<bucket>."), empty
+// when there is none.
+func (s *Service) KVPrefix() string {
+	if s.cfg.KVBucket == "" {
+		return ""
+	}
+	return "$KV." + s.cfg.KVBucket + "."
 }
 
 func (s *Service) recordTime(p int, off uint64) time.Time {

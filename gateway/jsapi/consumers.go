@@ -40,8 +40,9 @@ type plan struct {
 // (<filter>, <name>) is the same one a core `SUB <filter> <name>` joins.
 // durable is true for $JS.API.CONSUMER.DURABLE.CREATE; otherwise a
 // consumer without a durable name is ephemeral.
-func (s *Service) createConsumer(stream, name string, body []byte, durable bool) ([]byte, *APIError) {
-	if stream != s.cfg.Stream {
+func (s *Service) createConsumer(stream, name string, body []byte, durable bool, owner uint64) ([]byte, *APIError) {
+	v, ok := s.view(stream)
+	if !ok {
 		return nil, errStreamNotFound
 	}
 	var req struct {
@@ -63,8 +64,12 @@ func (s *Service) createConsumer(stream, name string, body []byte, durable bool)
 		return nil, Err(400, CodeInvalidJSON, "invalid JSON: %v", err)
 	}
 	_ = json.Unmarshal(req.Config, &raw)
-	if raw.AckPolicy != nil && *raw.AckPolicy != "explicit" {
-		return nil, Err(400, CodeConsumerCreate, "edgeq: ack_policy %q is not supported, only \"explicit\" (every message is acknowledged)", *raw.AckPolicy)
+	ackNone := raw.AckPolicy != nil && *raw.AckPolicy == "none"
+	if raw.AckPolicy != nil && *raw.AckPolicy != "explicit" && !ackNone {
+		return nil, Err(400, CodeConsumerCreate, "edgeq: ack_policy %q is not supported: \"explicit\" (a queue group) or \"none\" (an ordered read of the log)", *raw.AckPolicy)
+	}
+	if v.kv && !ackNone {
+		return nil, Err(400, CodeConsumerCreate, "edgeq: KV bucket %q is a read-only view: only ordered consumers (ack_policy none: watch, history) read it", s.cfg.KVBucket)
 	}
 	ephemeral := !durable && cc.Durable == ""
 	if name == "" {
@@ -79,6 +84,18 @@ func (s *Service) createConsumer(stream, name string, body []byte, durable bool)
 	cc.Name = name
 	if !ephemeral {
 		cc.Durable = name
+	}
+	if ackNone {
+		if req.Action == "update" {
+			return nil, Err(404, CodeConsumerNotExist, "consumer does not exist")
+		}
+		return s.createOrdered(v, cc, ephemeral, owner)
+	}
+	s.ordered.mu.Lock()
+	_, taken := s.ordered.m[name]
+	s.ordered.mu.Unlock()
+	if taken {
+		return nil, Err(400, CodeConsumerExists, "consumer already exists (an ordered consumer)")
 	}
 	p, e := s.plan(cc, ephemeral)
 	if e != nil {
@@ -245,18 +262,33 @@ func (s *Service) Lookup(stream, name string) (*Consumer, *APIError) {
 	return c, nil
 }
 
-func (s *Service) consumerNames() []string {
-	s.mu.Lock()
-	names := make([]string, 0, len(s.consumers))
-	for n := range s.consumers {
-		names = append(names, n)
+func (s *Service) consumerNames(stream string) []string {
+	names := []string{}
+	if stream == s.cfg.Stream {
+		s.mu.Lock()
+		for n := range s.consumers {
+			names = append(names, n)
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
+	s.ordered.mu.Lock()
+	for n, o := range s.ordered.m {
+		if o.view.name == stream {
+			names = append(names, n)
+		}
+	}
+	s.ordered.mu.Unlock()
 	sort.Strings(names)
 	return names
 }
 
-func (s *Service) consumerInfo(name string) (jetstream.ConsumerInfo, bool) {
+func (s *Service) consumerInfo(stream, name string) (jetstream.ConsumerInfo, bool) {
+	if o := s.Ordered(stream, name); o != nil {
+		return o.info(), true
+	}
+	if stream != s.cfg.Stream {
+		return jetstream.ConsumerInfo{}, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.consumers[name]

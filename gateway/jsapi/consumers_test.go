@@ -106,7 +106,7 @@ func (b *bed) create(name string, cfg map[string]any) map[string]any {
 	return b.call(api, map[string]any{"stream_name": "TELEMETRY", "config": cfg})
 }
 
-func (b *bed) names() []string { return b.svc.consumerNames() }
+func (b *bed) names() []string { return b.svc.consumerNames(b.svc.cfg.Stream) }
 
 func (b *bed) hasGroup(queueName string) bool {
 	for _, gs := range b.reg.Stats() {

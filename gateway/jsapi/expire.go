@@ -2,6 +2,7 @@ package jsapi
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -72,6 +73,12 @@ const expireEvery = 250 * time.Millisecond
 
 // Run removes inactive consumers until ctx ends.
 func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { s.last.Run(ctx) })
+	for p := range s.log.NumPartitions() {
+		wg.Go(func() { s.wakeOrdered(ctx, p) })
+	}
 	t := time.NewTicker(expireEvery)
 	defer t.Stop()
 	for {
@@ -80,6 +87,7 @@ func (s *Service) Run(ctx context.Context) {
 			return
 		case now := <-t.C:
 			s.Expire(now)
+			s.expireOrdered(now)
 		}
 	}
 }

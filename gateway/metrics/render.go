@@ -332,6 +332,15 @@ func renderJetStream(e *enc, s *Snapshot) {
 	e.gauge1("edgeq_jetstream_max_msg_ids", uint64(max(j.MaxMsgIDs, 0)))
 	e.counter1("edgeq_jetstream_duplicates_total", j.Duplicates)
 	e.counter1("edgeq_jetstream_msg_ids_evicted_total", j.MsgIDsEvicted)
+	e.gauge1("edgeq_jetstream_ordered_consumers", uint64(max(j.Ordered, 0)))
+	e.gauge1("edgeq_jetstream_max_ordered_consumers", uint64(max(j.MaxOrdered, 0)))
+	e.counter1("edgeq_jetstream_ordered_created_total", j.OrderedCreated)
+	e.counter1("edgeq_jetstream_ordered_expired_total", j.OrderedExpired)
+	e.counter1("edgeq_jetstream_ordered_refused_total", j.OrderedRefused)
+	e.counter1("edgeq_jetstream_ordered_delivered_total", j.OrderedDelivered)
+	e.gauge1("edgeq_jetstream_ordered_read_bytes", uint64(max(j.OrderedReadBytes, 0)))
+	e.gauge1("edgeq_jetstream_last_index_devices", uint64(max(j.LastIndexDevices, 0)))
+	e.counter1("edgeq_jetstream_last_index_dropped_total", j.LastIndexDropped)
 }
 
 func renderConsole(e *enc, s *Snapshot) {

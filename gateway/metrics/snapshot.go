@@ -117,6 +117,14 @@ type JetStreamStats struct {
 	BadPulls                           uint64 // pull requests refused
 	MsgIDs, MaxMsgIDs                  int    // Nats-Msg-Id values held for deduplication, and their bound
 	Duplicates, MsgIDsEvicted          uint64
+	// Ordered consumers (ack none: reads of the log): active, their bound,
+	// created, expired, refused at the bound, messages delivered.
+	Ordered, MaxOrdered                                              int
+	OrderedCreated, OrderedExpired, OrderedRefused, OrderedDelivered uint64
+	// The last-value index: devices held, devices left out at its bound.
+	LastIndexDevices int
+	LastIndexDropped uint64
+	OrderedReadBytes int64 // what ordered consumers' reads hold now
 }
 
 // ReasonCount is one labelled count.

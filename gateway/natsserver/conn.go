@@ -376,6 +376,9 @@ func (c *conn) cleanup() {
 	for _, m := range jsm {
 		c.dropJSMember(m)
 	}
+	if c.s.cfg.JetStream != nil {
+		c.s.cfg.JetStream.DropOrdered(c.id)
+	}
 }
 
 func (c *conn) nextMemberID() queue.MemberID {

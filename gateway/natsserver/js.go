@@ -40,10 +40,26 @@ func (c *conn) handleJSAPI(subject, reply, payload []byte) {
 	api := string(subject[len(jsapi.APIPrefix):])
 	if rest, ok := strings.CutPrefix(api, "CONSUMER.MSG.NEXT."); ok {
 		stream, name, _ := strings.Cut(rest, ".")
+		if o := js.Ordered(stream, name); o != nil && len(reply) > 0 {
+			if r := c.s.orderedRunner(name); r != nil {
+				c.handleOrderedNext(r, string(reply), payload)
+				return
+			}
+		}
 		c.handleNext(stream, name, string(reply), payload)
 		return
 	}
-	out := js.Handle(api, payload)
+	if rest, ok := strings.CutPrefix(api, "STREAM.MSG.GET."); ok {
+		js.Total.Add(1)
+		c.handleMsgGet(rest, string(reply), payload)
+		return
+	}
+	if rest, ok := strings.CutPrefix(api, "DIRECT.GET."); ok {
+		js.Total.Add(1)
+		c.handleDirectGet(rest, string(reply), payload)
+		return
+	}
+	out := js.HandleFrom(api, payload, c.id)
 	if len(reply) > 0 {
 		c.s.publishCore(nil, string(reply), "", nil, out)
 	}
@@ -650,6 +666,8 @@ func (s *Server) jsHooks() jsapi.Hooks {
 		Deleted: s.consumerDeleted,
 		Waiting: s.waitingPulls,
 		Owned:   isJSMember,
+
+		OrderedCreated: s.orderedCreated,
 	}
 }
 

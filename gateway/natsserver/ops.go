@@ -254,6 +254,14 @@ func (c *conn) handlePub(op *natsproto.Op) {
 		if len(op.Reply) > 0 && !bytes.HasPrefix(bytes.TrimSpace(op.Payload), []byte("+NXT")) { // AckSync
 			c.s.publishCore(nil, string(op.Reply), "", nil, nil)
 		}
+	case c.s.cfg.JetStream != nil && bytes.HasPrefix(subject, []byte(fcPrefix)):
+		c.s.handleFC(string(subject))
+	case c.s.cfg.JetStream != nil && c.s.cfg.JetStream.KVPrefix() != "" && bytes.HasPrefix(subject, []byte(c.s.cfg.JetStream.KVPrefix())):
+		// A KV put, delete, purge or create: the view is read-only.
+		c.s.stats.IngestErrors.Add(1)
+		if len(op.Reply) > 0 {
+			c.s.publishCore(nil, string(op.Reply), "", nil, appendJSAckError(nil, c.s.cfg.JetStream.KVReadOnly(), nil))
+		}
 	case bytes.HasPrefix(subject, []byte(RdyPrefix)):
 		c.handleRdy(string(subject[len(RdyPrefix):]), op.Payload)
 	case c.isTelemetry(subject):

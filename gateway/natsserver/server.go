@@ -93,6 +93,9 @@ type Server struct {
 	// pushMembers: the server's members of push consumers, by name;
 	// guarded by subsMu; bound: jetstream max_consumers.
 	pushMembers map[string]*jsMember
+	// orderedRunners serve ordered consumers, by name; guarded by subsMu;
+	// bound: jetstream max_ordered.
+	orderedRunners map[string]*orderedRunner
 	// draining: StopAccepting was called (the node drains for shutdown).
 	draining atomic.Bool
 
@@ -131,6 +134,8 @@ func New(cfg Config, ingest Ingester, queues *groups.Registry, tail *groups.Tail
 		conns:       connset.New[*conn](cfg.MaxConnections),
 		refusing:    make(chan struct{}, maxRefusing),
 		pushMembers: map[string]*jsMember{},
+
+		orderedRunners: map[string]*orderedRunner{},
 	}
 	if cfg.JetStream != nil {
 		cfg.JetStream.SetHooks(s.jsHooks())
