@@ -8,7 +8,7 @@
 #   - the node binary itself against a real mosquitto and pseudo-terminal
 #     serial sensors, with NATS workers on the host: telemetry flows end to
 #     end, and kill -9 of the node loses nothing acknowledged;
-# and checks the footprint budgets (stripped arm64 binary <= 12 MiB; native
+# and checks the footprint budgets (stripped arm64 binary <= 14 MiB; native
 # RSS idle <= 20 MB and <= 48 MB under 5,000 msg/s ingest with one group).
 # Run with `make firmware-test` (it builds the cross binaries first).
 set -euo pipefail
@@ -29,8 +29,8 @@ need mosquitto
 
 report=()
 size=$(stat -c %s $bin/edgeq-linux-arm64)
-report+=("arm64 binary: $size bytes ($(awk "BEGIN{printf \"%.2f\", $size/1048576}") MiB, budget 12 MiB)")
-[ "$size" -le $((12 * 1024 * 1024)) ] || fail "arm64 binary is $size bytes, over 12 MiB"
+report+=("arm64 binary: $size bytes ($(awk "BEGIN{printf \"%.2f\", $size/1048576}") MiB, budget 14 MiB)")
+[ "$size" -le $((14 * 1024 * 1024)) ] || fail "arm64 binary is $size bytes, over 14 MiB"
 size7=$(stat -c %s $bin/edgeq-linux-armv7)
 report+=("armv7 binary: $size7 bytes ($(awk "BEGIN{printf \"%.2f\", $size7/1048576}") MiB)")
 
