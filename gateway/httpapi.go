@@ -62,6 +62,8 @@ func (n *Node) httpHandler() http.Handler {
 		mux.Handle("GET /console/", http.StripPrefix("/console", page))
 	}
 	mux.Handle("POST /v1/publish/{device}", n.authorized(http.HandlerFunc(n.handlePublish)))
+	mux.Handle("GET /v1/groups", n.authorized(http.HandlerFunc(n.handleGroups)))
+	mux.Handle("DELETE /v1/groups/{name}", n.authorized(http.HandlerFunc(n.handleDeleteGroup)))
 	if n.nsq != nil {
 		// nsqlookupd's endpoints, for go-nsq's ConnectToNSQLookupd; open like
 		// /healthz (they name only the NSQ address, and the channels when

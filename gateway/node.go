@@ -159,7 +159,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		js = jsapi.NewService(jsapi.Config{Stream: j.Stream, Prefix: cfg.NATS.TelemetryPrefix, MaxConsumers: j.MaxConsumers,
 			DuplicateWindow: j.DuplicateWindow, MaxBytes: int64(cfg.WAL.MaxBytes), MaxAge: cfg.WAL.MaxAge,
 			Defaults: queueConfig(cfg, config.Group{}), StateFile: filepath.Join(cfg.DataDir, "jetstream-consumers.json"),
-			Clustered: cfg.Cluster.Name != "", Logger: logger}, l, n.queues)
+			Clustered: cfg.Cluster.Name != "", DeleteGroup: n.deleteGroupOfKey, Logger: logger}, l, n.queues)
 		if j.DuplicateWindow > 0 {
 			dedup = jsapi.NewDedup(j.DuplicateWindow, j.MaxMsgIDs, nil)
 		}
@@ -396,8 +396,15 @@ func (n *Node) goBackground(f func()) {
 	}()
 }
 
+// expireInterval is how often groups past group_ttl are looked for: a
+// quarter of it, between a second and a minute, so a group goes within
+// group_ttl plus that.
+func expireInterval(ttl time.Duration) time.Duration {
+	return min(max(ttl/4, time.Second), time.Minute)
+}
+
 func (n *Node) expireGroups(ctx context.Context) {
-	t := time.NewTicker(time.Minute)
+	t := time.NewTicker(expireInterval(n.cfg.Queue.GroupTTL))
 	defer t.Stop()
 	// Commits that other nodes' leaders stored here become durable as
 	// quickly as the leaders' own (a hand-over's final commits at once).

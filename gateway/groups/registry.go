@@ -53,7 +53,7 @@ type Config struct {
 	// Defaults is the core configuration of groups created by a subscribe.
 	Defaults queue.Config
 	// GroupTTL: an undeclared group without members keeps its committed
-	// offsets this long, then is removed (default 24h).
+	// offsets this long, then is removed (the node's default: 5 minutes).
 	GroupTTL  time.Duration
 	MaxGroups int
 	// EvictIdle: with MaxGroups reached, a new group takes the place of the
@@ -126,6 +126,9 @@ type GroupStats struct {
 	Members map[string]int
 	// Forwards counts deliveries forwarded to members on other nodes.
 	Forwards uint64
+	// EmptySince is when the group last lost its last member anywhere;
+	// zero while it has members. An undeclared group goes GroupTTL after.
+	EmptySince time.Time
 }
 
 // PartitionRef names a partition of some node's log.
@@ -206,6 +209,7 @@ type Registry struct {
 		badAcks           atomic.Uint64
 		staleAcks         atomic.Uint64
 		removedGroups     atomic.Uint64
+		deletedGroups     atomic.Uint64
 		forwardsIn        atomic.Uint64
 		forwardsRefused   atomic.Uint64
 		acksRelayed       atomic.Uint64
@@ -655,7 +659,7 @@ func (r *Registry) Stats() []GroupStats {
 	var runs []*runner
 	var idx []int
 	for _, g := range r.groups {
-		gs := GroupStats{Key: g.cfg.Key, Declared: g.cfg.Declared, Members: map[string]int{}}
+		gs := GroupStats{Key: g.cfg.Key, Declared: g.cfg.Declared || len(g.declaredBy) > 0, Members: map[string]int{}, EmptySince: g.lastEmpty}
 		if len(g.local) > 0 || !r.clustered() {
 			gs.Members[r.cfg.Node] = len(g.local)
 		}
@@ -701,6 +705,9 @@ func (r *Registry) Stats() []GroupStats {
 // Counters are registry-wide counts.
 type Counters struct {
 	RefusedDeliveries, BadAcks, StaleAcks, RemovedGroups uint64
+	// DeletedGroups counts groups removed on demand (Remove: the API,
+	// CONSUMER.DELETE, an #ephemeral NSQ channel's last consumer).
+	DeletedGroups uint64
 	// MaybeDelivered counts first deliveries of this run flagged as
 	// possibly delivered before (past the commits at a restart or failover).
 	MaybeDelivered uint64
@@ -730,6 +737,7 @@ func (r *Registry) Counters() Counters {
 		BadAcks:              r.counters.badAcks.Load(),
 		StaleAcks:            r.counters.staleAcks.Load(),
 		RemovedGroups:        r.counters.removedGroups.Load(),
+		DeletedGroups:        r.counters.deletedGroups.Load(),
 		ForwardsIn:           r.counters.forwardsIn.Load(),
 		ForwardsRefused:      r.counters.forwardsRefused.Load(),
 		AcksRelayed:          r.counters.acksRelayed.Load(),

@@ -53,6 +53,7 @@ func (r *Registry) Remove(key GroupKey, owned func(Member) bool) error {
 	if err := r.log.Offsets().Flush(); err != nil {
 		return fmt.Errorf("groups: remove %s: flush offsets: %w", key, err)
 	}
+	r.counters.deletedGroups.Add(1)
 	r.logger.Info("queue group removed", "group", key.String())
 	return nil
 }

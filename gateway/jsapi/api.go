@@ -41,7 +41,11 @@ type Config struct {
 	// node: CONSUMER.DELETE only forgets the name, and consumers that
 	// expire (ephemeral, inactive_threshold) are refused.
 	Clustered bool
-	Logger    *slog.Logger // nil: slog.Default()
+	// DeleteGroup deletes a queue group that is not a consumer (CONSUMER.
+	// DELETE of one shown as a consumer, see groups.go); its error says why
+	// not (wrapping ErrGroupNotFound: 404). Nil: such groups are listed only.
+	DeleteGroup func(groups.GroupKey) error
+	Logger      *slog.Logger // nil: slog.Default()
 }
 
 // Registry is what the API needs of gateway/groups.
@@ -218,12 +222,12 @@ func (s *Service) handle(api string, body []byte) ([]byte, *APIError) {
 			return nil, errStreamNotFound
 		}
 		if tok[1] == "NAMES" {
-			names := s.consumerNames()
+			names := s.allConsumerNames()
 			return marshal("consumer_names_response", map[string]any{"total": len(names), "offset": 0, "limit": 1024, "consumers": names}), nil
 		}
 		infos := []jetstream.ConsumerInfo{}
-		for _, n := range s.consumerNames() {
-			if ci, ok := s.consumerInfo(n); ok {
+		for _, n := range s.allConsumerNames() {
+			if ci, ok := s.anyConsumerInfo(n); ok {
 				infos = append(infos, ci)
 			}
 		}
@@ -241,7 +245,7 @@ func (s *Service) handle(api string, body []byte) ([]byte, *APIError) {
 		if tok[2] != s.cfg.Stream {
 			return nil, errStreamNotFound
 		}
-		ci, ok := s.consumerInfo(tok[3])
+		ci, ok := s.anyConsumerInfo(tok[3])
 		if !ok {
 			return nil, errConsumerNotFound
 		}
@@ -250,7 +254,7 @@ func (s *Service) handle(api string, body []byte) ([]byte, *APIError) {
 		if tok[2] != s.cfg.Stream {
 			return nil, errStreamNotFound
 		}
-		if e := s.deleteConsumer(tok[3]); e != nil {
+		if e := s.deleteAny(tok[3]); e != nil {
 			return nil, e
 		}
 		return marshal("consumer_delete_response", map[string]any{"success": true}), nil

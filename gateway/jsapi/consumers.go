@@ -328,3 +328,19 @@ func (s *Service) removeGroupLocked(c *Consumer) *APIError {
 	}
 	return Err(500, CodeBadRequest, "delete consumer %s: %v", c.Name, err)
 }
+
+// ConsumerOf names the consumer whose queue group is key.
+func (s *Service) ConsumerOf(key groups.GroupKey) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, c := range s.consumers {
+		if c.Key == key {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// Delete deletes consumer name as CONSUMER.DELETE does (the node's groups
+// API uses it for a consumer's group).
+func (s *Service) Delete(name string) *APIError { return s.deleteConsumer(name) }
