@@ -32,8 +32,17 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 	tlsCA := fs.String("tlsca", os.Getenv("EDGEQ_TLSCA"), "CA file an https:// node's certificate is checked against (also $EDGEQ_TLSCA)")
 	raw := fs.Bool("json", false, "ls: print the raw JSON")
 	subject := fs.String("subject", "", "rm: the group's subject filter, when several groups share the name")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	// Flags may follow the name too (edgeq groups rm NAME --token T).
+	var pos []string
+	for rest := args[1:]; ; {
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		rest = fs.Args()[1:]
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	if *tlsCA != "" {
@@ -74,11 +83,11 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 		return body, nil
 	}
 	if args[0] == "rm" {
-		if fs.NArg() != 1 {
+		if len(pos) != 1 {
 			fmt.Fprintln(stderr, "usage: edgeq groups rm [--subject FILTER] NAME")
 			return 2
 		}
-		path := "/v1/groups/" + url.PathEscape(fs.Arg(0))
+		path := "/v1/groups/" + url.PathEscape(pos[0])
 		if *subject != "" {
 			path += "?subject=" + url.QueryEscape(*subject)
 		}
@@ -86,10 +95,10 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "edgeq groups rm: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "deleted queue group %s\n", fs.Arg(0))
+		fmt.Fprintf(stdout, "deleted queue group %s\n", pos[0])
 		return 0
 	}
-	if fs.NArg() != 0 {
+	if len(pos) != 0 {
 		fmt.Fprintln(stderr, "usage: edgeq groups ls [--json]")
 		return 2
 	}

@@ -1,0 +1,273 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nsqio/go-nsq"
+)
+
+// groupsToken is http.token in the lifecycle tests.
+const groupsToken = "groups-t0ken-42"
+
+type groupEntry struct {
+	Name       string         `json:"name"`
+	Subject    string         `json:"subject"`
+	Kind       string         `json:"kind"`
+	NSQChannel bool           `json:"nsq_channel"`
+	Declared   string         `json:"declared"`
+	Members    map[string]int `json:"members"`
+	Leader     string         `json:"leader"`
+	Expires    *time.Time     `json:"expires"`
+}
+
+// groupsAPI calls the groups API with the token; it returns the status and
+// the body.
+func groupsAPI(t testing.TB, n *node, method, path, token string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, n.httpURL()+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := n.httpClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
+}
+
+func listGroups(t testing.TB, n *node, token string) map[string]groupEntry {
+	t.Helper()
+	code, body := groupsAPI(t, n, "GET", "/v1/groups", token)
+	var ans struct {
+		Groups []groupEntry `json:"groups"`
+	}
+	if err := json.Unmarshal(body, &ans); code != 200 || err != nil {
+		t.Fatalf("GET /v1/groups: %d %v: %s", code, err, body)
+	}
+	out := map[string]groupEntry{}
+	for _, g := range ans.Groups {
+		out[g.Name] = g
+	}
+	return out
+}
+
+func membersOf(g groupEntry) int {
+	n := 0
+	for _, c := range g.Members {
+		n += c
+	}
+	return n
+}
+
+func waitGroup(t testing.TB, n *node, name, what string, cond func(g groupEntry, ok bool) bool) {
+	t.Helper()
+	waitFor(t, name+": "+what, time.Minute, func() bool {
+		g, ok := listGroups(t, n, groupsToken)[name]
+		return cond(g, ok)
+	})
+}
+
+// TestGroupLifecycle: every kind of group (core NATS queue group, NSQ
+// channel, JetStream consumer, uplink, one declared in the configuration) is
+// listed by GET /v1/groups, `edgeq groups ls` and `nats consumer ls`; one
+// with members, an uplink's and a declared one are refused deletion with
+// the reason; memberless ones are deleted by the API, `edgeq groups rm` and
+// `nats consumer rm`; an undeclared group without members goes by itself
+// after group_ttl; the token guards it all.
+func TestGroupLifecycle(t *testing.T) {
+	natsBin := requireTool(t, "nats", goBin("nats"))
+	n, nsqAddr := newNSQNode(t, fmt.Sprintf(`http:
+  token: %s
+queue:
+  group_ttl: 3s
+groups:
+  - {subject: telemetry.>, queue: declared}
+uplinks:
+  - name: up
+    type: http
+    timeout: 500ms
+    retry_min: 50ms
+    retry_max: 500ms
+    http:
+      url: http://127.0.0.1:%d/ingest
+`, groupsToken, freePort(t)))
+	n.start()
+	cli := func(args ...string) (string, error) {
+		return runCmd(natsBin, append([]string{"--server", n.url(), "--timeout", "10s"}, args...)...)
+	}
+	edgeq := func(args ...string) (string, error) {
+		return runCmd(edgeqBin, append(append([]string{"groups"}, args...), "--http", n.httpURL(), "--token", groupsToken)...)
+	}
+
+	// A core NATS queue subscriber, an NSQ consumer, a JetStream durable.
+	nc, err := nats.Connect(n.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	core, err := nc.QueueSubscribeSync("telemetry.>", "coreq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	cons, err := nsq.NewConsumer("telemetry", "chan1", nsq.NewConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons.SetLogger(nil, nsq.LogLevelError)
+	cons.AddHandler(nsq.HandlerFunc(func(*nsq.Message) error { return nil }))
+	if err := cons.ConnectToNSQD(nsqAddr); err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Stop()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(t.Context(), "TELEMETRY", jetstream.ConsumerConfig{Durable: "jsdur"}); err != nil {
+		t.Fatal(err)
+	}
+
+	if code, _ := groupsAPI(t, n, "GET", "/v1/groups", ""); code != 401 {
+		t.Fatalf("GET /v1/groups without the token: %d", code)
+	}
+	if code, _ := groupsAPI(t, n, "DELETE", "/v1/groups/coreq", "wrong"); code != 401 {
+		t.Fatalf("DELETE with a wrong token: %d", code)
+	}
+	waitGroup(t, n, "chan1", "one member", func(g groupEntry, ok bool) bool { return ok && membersOf(g) == 1 })
+	waitGroup(t, n, "coreq", "one member", func(g groupEntry, ok bool) bool { return ok && membersOf(g) == 1 })
+	gs := listGroups(t, n, groupsToken)
+	for name, want := range map[string]groupEntry{
+		"coreq":     {Kind: "queue", NSQChannel: true},
+		"chan1":     {Kind: "queue", NSQChannel: true},
+		"jsdur":     {Kind: "jetstream", NSQChannel: true, Declared: "jetstream"},
+		"uplink:up": {Kind: "uplink", NSQChannel: true, Declared: "uplinks[0]"},
+		"declared":  {Kind: "queue", NSQChannel: true, Declared: "groups[0]"},
+	} {
+		g, ok := gs[name]
+		if !ok || g.Kind != want.Kind || g.NSQChannel != want.NSQChannel || g.Declared != want.Declared || g.Subject != "telemetry.>" || g.Leader != "e2e-node" {
+			t.Fatalf("group %s: %+v (listed %v), want %+v", name, g, ok, want)
+		}
+	}
+	out, err := edgeq("ls")
+	if err != nil {
+		t.Fatalf("edgeq groups ls: %v %s", err, out)
+	}
+	for _, want := range []string{"coreq", "queue/nsq", "jsdur", "jetstream", "uplink:up", "declared (uplinks[0])", "declared (groups[0])"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("edgeq groups ls lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = cli("consumer", "ls", "TELEMETRY", "--names")
+	if err != nil {
+		t.Fatalf("nats consumer ls: %v %s", err, out)
+	}
+	for _, want := range []string{"coreq", "chan1", "jsdur", "uplink:up", "declared"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("nats consumer ls lacks %q:\n%s", want, out)
+		}
+	}
+	if out, err := cli("consumer", "info", "TELEMETRY", "coreq"); err != nil || !strings.Contains(out, "edgeq queue group") {
+		t.Fatalf("nats consumer info of a core group: %v %s", err, out)
+	}
+
+	// Refusals, each saying why.
+	for _, tc := range []struct{ name, want string }{
+		{"coreq", "has 1 on e2e-node"},
+		{"uplink:up", "uplinks[0]"},
+		{"declared", "groups[0]"},
+	} {
+		code, body := groupsAPI(t, n, "DELETE", "/v1/groups/"+tc.name, groupsToken)
+		if code != 409 || !strings.Contains(string(body), tc.want) {
+			t.Fatalf("DELETE %s: %d %s, want 409 naming %q", tc.name, code, body, tc.want)
+		}
+	}
+	if code, body := groupsAPI(t, n, "DELETE", "/v1/groups/nosuch", groupsToken); code != 404 {
+		t.Fatalf("DELETE of an unknown group: %d %s", code, body)
+	}
+	if out, err := cli("consumer", "rm", "TELEMETRY", "chan1", "-f"); err == nil || !strings.Contains(out, "has 1 on") {
+		t.Fatalf("nats consumer rm of a channel with a consumer: %v %s", err, out)
+	}
+	if out, err := edgeq("rm", "coreq"); err == nil || !strings.Contains(out, "stop its workers first") {
+		t.Fatalf("edgeq groups rm of a group with a member: %v %s", err, out)
+	}
+
+	// Without members they go: by edgeq groups rm, nats consumer rm, the API.
+	core.Unsubscribe()
+	nc.Flush()
+	waitGroup(t, n, "coreq", "no member", func(g groupEntry, ok bool) bool { return ok && membersOf(g) == 0 })
+	if out, err := edgeq("rm", "coreq"); err != nil || !strings.Contains(out, "deleted") {
+		t.Fatalf("edgeq groups rm coreq: %v %s", err, out)
+	}
+	cons.Stop()
+	<-cons.StopChan
+	waitGroup(t, n, "chan1", "no member", func(g groupEntry, ok bool) bool { return ok && membersOf(g) == 0 })
+	if out, err := cli("consumer", "rm", "TELEMETRY", "chan1", "-f"); err != nil {
+		t.Fatalf("nats consumer rm chan1: %v %s", err, out)
+	}
+	if code, body := groupsAPI(t, n, "DELETE", "/v1/groups/jsdur", groupsToken); code != 200 {
+		t.Fatalf("DELETE jsdur: %d %s", code, body)
+	}
+	if out, err := cli("consumer", "info", "TELEMETRY", "jsdur"); err == nil {
+		t.Fatalf("the consumer of a deleted group is still there: %s", out)
+	}
+	gs = listGroups(t, n, groupsToken)
+	for _, gone := range []string{"coreq", "chan1", "jsdur"} {
+		if _, ok := gs[gone]; ok {
+			t.Fatalf("%s still listed after its delete: %+v", gone, gs)
+		}
+	}
+	if v := metricValueToken(t, n, "edgeq_dispatch_deleted_groups_total"); v < 3 {
+		t.Fatalf("edgeq_dispatch_deleted_groups_total %v after three deletes", v)
+	}
+
+	// An abandoned group goes by itself after group_ttl (3s here); a
+	// declared one stays.
+	removed0 := metricValueToken(t, n, "edgeq_dispatch_removed_groups_total")
+	once, err := nc.QueueSubscribeSync("telemetry.>", "oneshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	waitGroup(t, n, "oneshot", "one member", func(g groupEntry, ok bool) bool { return ok && membersOf(g) == 1 })
+	once.Unsubscribe()
+	nc.Flush()
+	waitGroup(t, n, "oneshot", "an expiry time", func(g groupEntry, ok bool) bool { return !ok || g.Expires != nil })
+	waitGroup(t, n, "oneshot", "removal after group_ttl", func(_ groupEntry, ok bool) bool { return !ok })
+	if v := metricValueToken(t, n, "edgeq_dispatch_removed_groups_total"); v <= removed0 {
+		t.Fatalf("edgeq_dispatch_removed_groups_total %v, was %v", v, removed0)
+	}
+	if _, ok := listGroups(t, n, groupsToken)["declared"]; !ok {
+		t.Fatal("a declared group expired")
+	}
+}
+
+// metricValueToken reads one series of /metrics with the groups token.
+func metricValueToken(t testing.TB, n *node, series string) float64 {
+	t.Helper()
+	code, body := groupsAPI(t, n, "GET", "/metrics", groupsToken)
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			var v float64
+			fmt.Sscan(rest, &v)
+			return v
+		}
+	}
+	return -1
+}
