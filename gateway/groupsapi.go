@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"edgeq/gateway/cluster"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/jsapi"
 )
@@ -110,6 +111,9 @@ var (
 // its position goes (it no longer holds back retention). A JetStream
 // consumer's group is deleted as CONSUMER.DELETE does it.
 //
+// In a cluster the group goes on every node (refused while a peer is
+// unreachable: it would bring the group back).
+//
 // A group with members is refused: a NATS, NSQ or uplink member stays
 // subscribed whatever the node forgets, so it would either get nothing
 // without being told, or bring the group back at once at deliver: new,
@@ -165,8 +169,15 @@ func (n *Node) deleteQueueGroup(key groups.GroupKey, members map[string]int) err
 		sort.Strings(with)
 		return fmt.Errorf("%w: %q has %s: stop its workers first (their subscriptions would stay, getting nothing)", ErrGroupHasMembers, key.Queue, strings.Join(with, ", "))
 	}
-	err := n.queues.Remove(key, nil)
+	var err error
+	if n.cluster != nil {
+		err = n.cluster.RemoveGroup(key)
+	} else {
+		err = n.queues.Remove(key, nil)
+	}
 	switch {
+	case errors.Is(err, cluster.ErrPeerDown):
+		return fmt.Errorf("%w: %v", ErrGroupClustered, err)
 	case errors.Is(err, groups.ErrRemoveClustered):
 		return fmt.Errorf("%w: %q: %v", ErrGroupClustered, key.Queue, err)
 	case errors.Is(err, groups.ErrGroupShared):

@@ -131,12 +131,13 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	n.tail = groups.NewTail(l, cfg.NATS.TelemetryPrefix, id, logger)
 	var onGroup func(groups.GroupKey)
 	var peers groups.Peers
+	var expireLed func(groups.GroupKey) error
 	if cfg.Cluster.Name != "" {
 		if n.cluster, err = cluster.NewNode(cfg, id, version, l.NumPartitions(), logger); err != nil {
 			l.Close()
 			return nil, err
 		}
-		onGroup, peers = n.cluster.AddGroup, n.cluster.Peers()
+		onGroup, peers, expireLed = n.cluster.AddGroup, n.cluster.Peers(), n.cluster.RemoveGroup
 	}
 	n.queues = groups.NewRegistry(groups.Config{
 		Node:            id,
@@ -146,6 +147,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		MaxGroups:       cfg.Queue.MaxGroups,
 		ReadAheadBudget: int64(cfg.Queue.ReadAheadBudget),
 		OnGroup:         onGroup,
+		ExpireLed:       expireLed,
 		Peers:           peers,
 		DeadLetters:     n.publishDeadLetter,
 	}, l, logger)

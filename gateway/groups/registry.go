@@ -61,6 +61,11 @@ type Config struct {
 	// least this long (default 1 minute, at most GroupTTL), so abandoned
 	// groups never lock new subscribers out until a restart.
 	EvictIdle time.Duration
+	// ExpireLed, when set (a cluster), deletes on every node an undeclared
+	// group this node leads that has had no members anywhere for GroupTTL
+	// (Expire calls it; see cluster.Node.RemoveGroup). Without it such a
+	// group stays.
+	ExpireLed func(GroupKey) error
 	// OnGroup, when set, learns of every group started (declared, created
 	// by a subscribe, or learnt from a peer); it runs on its own goroutine.
 	OnGroup func(GroupKey)
@@ -202,6 +207,7 @@ type Registry struct {
 	quiescedAt time.Time
 	held       heldForwards      // forwarded deliveries this node's members hold (held.go)
 	budget     *readahead.Shared // nil: no node-wide read-ahead budget
+	expiring   map[GroupKey]bool // led groups Expire hands to ExpireLed now; bound: groups
 
 	counters struct {
 		refusedDeliveries atomic.Uint64
@@ -229,7 +235,7 @@ func NewRegistry(cfg Config, l *wal.Log, logger *slog.Logger) *Registry {
 	}
 	r := &Registry{
 		cfg: cfg, log: l, logger: logger.With("component", "dispatch"),
-		groups: map[GroupKey]*group{}, byID: map[int]*runner{}, members: map[queue.MemberID]*group{},
+		groups: map[GroupKey]*group{}, byID: map[int]*runner{}, members: map[queue.MemberID]*group{}, expiring: map[GroupKey]bool{},
 		// Instance IDs start at random, so an acknowledgement meant for an
 		// earlier leader (another node, or this one before a restart) does
 		// not name a running group here.
@@ -594,12 +600,18 @@ func (r *Registry) ack(a Ack, relay bool) error {
 
 // Expire removes undeclared groups that have had no members for GroupTTL:
 // they stop, and their offsets no longer hold back retention. In a cluster,
-// members on other nodes count, and a group this node leads stays. The node
-// calls it periodically.
+// members on other nodes count, and a group this node leads goes on every
+// node through ExpireLed (or stays without it). The node calls it
+// periodically.
 func (r *Registry) Expire(now time.Time) {
 	r.mu.Lock()
 	var expired []*group
+	var led []GroupKey
 	for key, g := range r.groups {
+		if r.clustered() && g.leading && r.cfg.ExpireLed != nil && r.idleLocked(g, now, r.cfg.GroupTTL) {
+			led = append(led, key)
+			continue
+		}
 		if !r.idleUndeclaredLocked(g, now, r.cfg.GroupTTL) {
 			continue
 		}
@@ -619,6 +631,20 @@ func (r *Registry) Expire(now time.Time) {
 		}
 		r.counters.removedGroups.Add(1)
 		r.logger.Info("queue group removed after group_ttl without members", "group", g.cfg.Key.String())
+	}
+	for _, key := range led {
+		r.mu.Lock()
+		r.expiring[key] = true // its Forget counts it as removed, not deleted on demand
+		r.mu.Unlock()
+		err := r.cfg.ExpireLed(key)
+		r.mu.Lock()
+		delete(r.expiring, key)
+		r.mu.Unlock()
+		if err != nil {
+			r.logger.Debug("queue group past group_ttl not deleted yet", "group", key.String(), "err", err)
+			continue
+		}
+		r.logger.Info("queue group deleted on every node after group_ttl without members", "group", key.String())
 	}
 }
 
