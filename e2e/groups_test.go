@@ -271,3 +271,125 @@ func metricValueToken(t testing.TB, n *node, series string) float64 {
 	}
 	return -1
 }
+
+// TestGroupDeleteCluster: two nodes with static peers on loopback. A group
+// whose member is on the other node is refused; without members it is
+// deleted through the node that does not lead it, and goes from both; a new
+// subscriber makes it anew and gets messages. An abandoned group goes from
+// both after group_ttl. With a peer down, a delete is refused, naming it.
+func TestGroupDeleteCluster(t *testing.T) {
+	pa, pb := freePort(t), freePort(t)
+	conf := func(listen, prio int, peer int) string {
+		return fmt.Sprintf("queue:\n  group_ttl: 4s\ncluster:\n  name: plant\n  secret: 0123456789abcdef-plant-secret\n  priority: %d\n  listen: 127.0.0.1:%d\n  mdns: false\n  heartbeat_interval: 200ms\n  failure_timeout: 3s\n  peers:\n    - 127.0.0.1:%d\n", prio, listen, peer)
+	}
+	a, b := newNode(t, conf(pa, 1, pb)), newNode(t, conf(pb, 5, pa))
+	a.nodeID, b.nodeID = "gw-a", "gw-b"
+	a.start()
+	b.start()
+	nodes := map[string]*node{"gw-a": a, "gw-b": b}
+	list := func(n *node) map[string]groupEntry { return listGroups(t, n, "") }
+	// Queue names whose leader (rendezvous hash) differs: one led by each.
+	ncA, err := nats.Connect(a.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ncA.Close()
+	sub, err := ncA.QueueSubscribeSync("telemetry.>", "cq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ncA.Flush()
+	var leader string
+	waitFor(t, "both nodes to know cq, its member and its leader", time.Minute, func() bool {
+		ga, gb := list(a)["cq"], list(b)["cq"]
+		leader = ga.Leader
+		return ga.Members["gw-a"] == 1 && gb.Members["gw-a"] == 1 && leader != "" && gb.Leader == leader
+	})
+	other := "gw-a"
+	if leader == "gw-a" {
+		other = "gw-b"
+	}
+	if code, body := groupsAPI(t, b, "DELETE", "/v1/groups/cq", ""); code != 409 || !strings.Contains(string(body), "1 on gw-a") {
+		t.Fatalf("delete of a group with a member on the other node: %d %s", code, body)
+	}
+	sub.Unsubscribe()
+	ncA.Flush()
+	waitFor(t, "cq without members on both", time.Minute, func() bool {
+		return membersOf(list(a)["cq"]) == 0 && membersOf(list(b)["cq"]) == 0
+	})
+	if code, body := groupsAPI(t, nodes[other], "DELETE", "/v1/groups/cq", ""); code != 200 {
+		t.Fatalf("delete through %s (the leader is %s): %d %s", other, leader, code, body)
+	}
+	waitFor(t, "cq gone from both nodes", time.Minute, func() bool {
+		_, inA := list(a)["cq"]
+		_, inB := list(b)["cq"]
+		return !inA && !inB
+	})
+
+	// A new subscriber makes it anew: on b, fed by a publish on a.
+	ncB, err := nats.Connect(b.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ncB.Close()
+	again, err := ncB.QueueSubscribeSync("telemetry.>", "cq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ncB.Flush()
+	waitFor(t, "cq again with its member on both", time.Minute, func() bool {
+		return list(a)["cq"].Members["gw-b"] == 1 && list(b)["cq"].Leader != "" && list(a)["cq"].Leader == list(b)["cq"].Leader
+	})
+	got := false
+	waitFor(t, "a message of a to the new member on b", time.Minute, func() bool {
+		if !got {
+			if _, err := ncA.Request("telemetry.dev-1", []byte("x"), 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := again.NextMsg(time.Second)
+		if err == nil {
+			m.Ack()
+			got = true
+		}
+		return got
+	})
+
+	// An abandoned group leaves both nodes after group_ttl (4s).
+	tq, err := ncA.QueueSubscribeSync("telemetry.>", "tq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ncA.Flush()
+	waitFor(t, "tq on both", time.Minute, func() bool { return list(b)["tq"].Members["gw-a"] == 1 && list(a)["tq"].Leader != "" })
+	tq.Unsubscribe()
+	ncA.Flush()
+	waitFor(t, "tq gone from both after group_ttl", 2*time.Minute, func() bool {
+		_, inA := list(a)["tq"]
+		_, inB := list(b)["tq"]
+		return !inA && !inB
+	})
+
+	// With b down, a delete on a is refused, naming b.
+	dq, err := ncA.QueueSubscribeSync("telemetry.>", "dq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ncA.Flush()
+	waitFor(t, "dq on a", time.Minute, func() bool { return list(a)["dq"].Members["gw-a"] == 1 })
+	b.kill()
+	waitFor(t, "a to see b gone", time.Minute, func() bool {
+		var st struct {
+			Cluster struct {
+				Peers []any `json:"peers"`
+			} `json:"cluster"`
+		}
+		return readStatus(a, &st) && len(st.Cluster.Peers) == 0
+	})
+	dq.Unsubscribe()
+	ncA.Flush()
+	waitFor(t, "dq without members", time.Minute, func() bool { return membersOf(list(a)["dq"]) == 0 })
+	if code, body := groupsAPI(t, a, "DELETE", "/v1/groups/dq", ""); code != 409 || !strings.Contains(string(body), "gw-b would bring") {
+		t.Fatalf("delete with gw-b down: %d %s", code, body)
+	}
+}
