@@ -26,8 +26,9 @@ type GroupInfo struct {
 	NSQChannel bool `json:"nsq_channel"`
 	// Declared says where the group is declared, so that it never expires:
 	// "groups[i]" or "uplinks[i]" in the configuration, "jetstream" (a
-	// durable consumer), "peer" (another node's configuration); empty for
-	// a group made by its subscribers.
+	// durable consumer), "peer" (another node's configuration), "here" (an
+	// uplink or consumer removed since); empty for a group made by its
+	// subscribers.
 	Declared string         `json:"declared,omitempty"`
 	Members  map[string]int `json:"members"` // by node
 	Leader   string         `json:"leader,omitempty"`
@@ -61,6 +62,8 @@ func (n *Node) Groups() []GroupInfo {
 		case where != "":
 			gi.Declared = where
 		case g.Declared:
+			gi.Declared = "here" // by an uplink or consumer removed since
+		case g.DeclaredByPeer:
 			gi.Declared = "peer"
 		}
 		if gi.Declared == "" && !g.EmptySince.IsZero() {
@@ -149,7 +152,14 @@ func (n *Node) DeleteGroup(name, subject string) (GroupInfo, error) {
 	case g.Kind == "jetstream":
 		cname, _ := n.js.ConsumerOf(key)
 		if e := n.js.Delete(cname); e != nil {
-			return g, fmt.Errorf("delete consumer %s: %s", cname, e.Description)
+			err := fmt.Errorf("delete consumer %s: %s", cname, e.Description)
+			switch e.Code {
+			case http.StatusConflict:
+				err = fmt.Errorf("%w: %v", ErrGroupHasMembers, err)
+			case http.StatusNotFound:
+				err = fmt.Errorf("%w: %v", ErrGroupNotFound, err)
+			}
+			return g, err
 		}
 		return g, nil
 	}

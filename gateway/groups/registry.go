@@ -131,6 +131,8 @@ type GroupStats struct {
 	Members map[string]int
 	// Forwards counts deliveries forwarded to members on other nodes.
 	Forwards uint64
+	// DeclaredByPeer: another node declares the group (it does not expire).
+	DeclaredByPeer bool
 	// EmptySince is when the group last lost its last member anywhere;
 	// zero while it has members. An undeclared group goes GroupTTL after.
 	EmptySince time.Time
@@ -685,7 +687,7 @@ func (r *Registry) Stats() []GroupStats {
 	var runs []*runner
 	var idx []int
 	for _, g := range r.groups {
-		gs := GroupStats{Key: g.cfg.Key, Declared: g.cfg.Declared || len(g.declaredBy) > 0, Members: map[string]int{}, EmptySince: g.lastEmpty}
+		gs := GroupStats{Key: g.cfg.Key, Declared: g.cfg.Declared, DeclaredByPeer: len(g.declaredBy) > 0, Members: map[string]int{}, EmptySince: g.lastEmpty}
 		if len(g.local) > 0 || !r.clustered() {
 			gs.Members[r.cfg.Node] = len(g.local)
 		}

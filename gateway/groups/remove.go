@@ -64,7 +64,12 @@ func (r *Registry) remove(key GroupKey, owned func(Member) bool) error {
 		run.halt()
 		<-run.done
 	}
-	r.log.Offsets().Remove(g.consumer)
+	r.mu.Lock()
+	_, again := r.groups[key] // joined anew meanwhile: the offsets are the new group's
+	if !again {
+		r.log.Offsets().Remove(g.consumer)
+	}
+	r.mu.Unlock()
 	if err := r.log.Offsets().Flush(); err != nil {
 		return fmt.Errorf("groups: remove %s: flush offsets: %w", key, err)
 	}
