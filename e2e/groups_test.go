@@ -92,7 +92,7 @@ func TestGroupLifecycle(t *testing.T) {
 	n, nsqAddr := newNSQNode(t, fmt.Sprintf(`http:
   token: %s
 queue:
-  group_ttl: 3s
+  group_ttl: 1h
 groups:
   - {subject: telemetry.>, queue: declared}
 uplinks:
@@ -234,25 +234,33 @@ uplinks:
 		t.Fatalf("edgeq_dispatch_deleted_groups_total %v after three deletes", v)
 	}
 
-	// An abandoned group goes by itself after group_ttl (3s here); a
+	// An abandoned group goes by itself after group_ttl (2s on another
+	// node, so that no group above expires before the test deletes it); a
 	// declared one stays.
-	removed0 := metricValueToken(t, n, "edgeq_dispatch_removed_groups_total")
-	once, err := nc.QueueSubscribeSync("telemetry.>", "oneshot")
+	en := newNode(t, fmt.Sprintf("http:\n  token: %s\nqueue:\n  group_ttl: 2s\ngroups:\n  - {subject: telemetry.>, queue: declared}\n", groupsToken))
+	en.start()
+	enc, err := nats.Connect(en.url())
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc.Flush()
-	waitGroup(t, n, "oneshot", "one member", func(g groupEntry, ok bool) bool { return ok && membersOf(g) == 1 })
+	defer enc.Close()
+	removed0 := metricValueToken(t, en, "edgeq_dispatch_removed_groups_total")
+	once, err := enc.QueueSubscribeSync("telemetry.>", "oneshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc.Flush()
+	waitGroup(t, en, "oneshot", "one member", func(g groupEntry, ok bool) bool { return ok && membersOf(g) == 1 })
 	once.Unsubscribe()
-	nc.Flush()
-	waitGroup(t, n, "oneshot", "an expiry time", func(g groupEntry, ok bool) bool { return !ok || g.Expires != nil })
-	waitGroup(t, n, "oneshot", "removal after group_ttl", func(_ groupEntry, ok bool) bool { return !ok })
+	enc.Flush()
+	waitGroup(t, en, "oneshot", "an expiry time", func(g groupEntry, ok bool) bool { return !ok || g.Expires != nil })
+	waitGroup(t, en, "oneshot", "removal after group_ttl", func(_ groupEntry, ok bool) bool { return !ok })
 	// Counted once its runner stopped and its offsets went: just after it
 	// left the list.
 	waitFor(t, "edgeq_dispatch_removed_groups_total to count it", time.Minute, func() bool {
-		return metricValueToken(t, n, "edgeq_dispatch_removed_groups_total") > removed0
+		return metricValueToken(t, en, "edgeq_dispatch_removed_groups_total") > removed0
 	})
-	if _, ok := listGroups(t, n, groupsToken)["declared"]; !ok {
+	if _, ok := listGroups(t, en, groupsToken)["declared"]; !ok {
 		t.Fatal("a declared group expired")
 	}
 }
@@ -278,12 +286,12 @@ func metricValueToken(t testing.TB, n *node, series string) float64 {
 // whose member is on the other node is refused; without members it is
 // deleted through the node that does not lead it, and goes from both; a new
 // subscriber makes it anew and gets messages. A JetStream consumer's
-// delete takes its group from both. An abandoned group goes from both after
-// group_ttl. With a peer down, a delete is refused, naming it.
+// delete takes its group from both. With a peer down, a delete is refused,
+// naming it.
 func TestGroupDeleteCluster(t *testing.T) {
 	pa, pb := freePort(t), freePort(t)
 	conf := func(listen, prio int, peer int) string {
-		return fmt.Sprintf("queue:\n  group_ttl: 4s\ncluster:\n  name: plant\n  secret: 0123456789abcdef-plant-secret\n  priority: %d\n  listen: 127.0.0.1:%d\n  mdns: false\n  heartbeat_interval: 200ms\n  failure_timeout: 3s\n  peers:\n    - 127.0.0.1:%d\n", prio, listen, peer)
+		return fmt.Sprintf("queue:\n  group_ttl: 1h\ncluster:\n  name: plant\n  secret: 0123456789abcdef-plant-secret\n  priority: %d\n  listen: 127.0.0.1:%d\n  mdns: false\n  heartbeat_interval: 200ms\n  failure_timeout: 3s\n  peers:\n    - 127.0.0.1:%d\n", prio, listen, peer)
 	}
 	a, b := newNode(t, conf(pa, 1, pb)), newNode(t, conf(pb, 5, pa))
 	a.nodeID, b.nodeID = "gw-a", "gw-b"
@@ -380,21 +388,6 @@ func TestGroupDeleteCluster(t *testing.T) {
 		return !inA && !inB
 	})
 
-	// An abandoned group leaves both nodes after group_ttl (4s).
-	tq, err := ncA.QueueSubscribeSync("telemetry.>", "tq")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ncA.Flush()
-	waitFor(t, "tq on both", time.Minute, func() bool { return list(b)["tq"].Members["gw-a"] == 1 && list(a)["tq"].Leader != "" })
-	tq.Unsubscribe()
-	ncA.Flush()
-	waitFor(t, "tq gone from both after group_ttl", 2*time.Minute, func() bool {
-		_, inA := list(a)["tq"]
-		_, inB := list(b)["tq"]
-		return !inA && !inB
-	})
-
 	// With b down, a delete on a is refused, naming b.
 	dq, err := ncA.QueueSubscribeSync("telemetry.>", "dq")
 	if err != nil {
@@ -416,5 +409,53 @@ func TestGroupDeleteCluster(t *testing.T) {
 	waitFor(t, "dq without members", time.Minute, func() bool { return membersOf(list(a)["dq"]) == 0 })
 	if code, body := groupsAPI(t, a, "DELETE", "/v1/groups/dq", ""); code != 409 || !strings.Contains(string(body), "gw-b would bring") {
 		t.Fatalf("delete with gw-b down: %d %s", code, body)
+	}
+}
+
+// TestGroupExpiryCluster: in a cluster, abandoned groups leave every node
+// after group_ttl: the leader deletes them everywhere; a declared one
+// stays.
+func TestGroupExpiryCluster(t *testing.T) {
+	pa, pb := freePort(t), freePort(t)
+	conf := func(listen, prio int, peer int) string {
+		return fmt.Sprintf("queue:\n  group_ttl: 2s\ngroups:\n  - {subject: telemetry.>, queue: declared}\ncluster:\n  name: plant\n  secret: 0123456789abcdef-plant-secret\n  priority: %d\n  listen: 127.0.0.1:%d\n  mdns: false\n  heartbeat_interval: 200ms\n  failure_timeout: 3s\n  peers:\n    - 127.0.0.1:%d\n", prio, listen, peer)
+	}
+	a, b := newNode(t, conf(pa, 1, pb)), newNode(t, conf(pb, 5, pa))
+	a.nodeID, b.nodeID = "gw-a", "gw-b"
+	a.start()
+	b.start()
+	list := func(n *node) map[string]groupEntry { return listGroups(t, n, "") }
+	nc, err := nats.Connect(a.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// gw-b (priority 5) leads them; their members were on gw-a.
+	for _, q := range []string{"tq1", "tq2", "tq3"} {
+		sub, err := nc.QueueSubscribeSync("telemetry.>", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Flush()
+		waitFor(t, q+" on both with a leader", time.Minute, func() bool {
+			return list(b)[q].Members["gw-a"] == 1 && list(a)[q].Leader != "" && list(a)[q].Leader == list(b)[q].Leader
+		})
+		sub.Unsubscribe()
+	}
+	nc.Flush()
+	waitFor(t, "the abandoned groups gone from both after group_ttl", 2*time.Minute, func() bool {
+		la, lb := list(a), list(b)
+		for _, q := range []string{"tq1", "tq2", "tq3"} {
+			if _, ok := la[q]; ok {
+				return false
+			}
+			if _, ok := lb[q]; ok {
+				return false
+			}
+		}
+		return true
+	})
+	if _, ok := list(a)["declared"]; !ok {
+		t.Fatal("a declared group expired")
 	}
 }
