@@ -26,6 +26,7 @@ func compatGroupRows() []compatRow {
 		{"curl", "nsqd `POST /pub?topic=telemetry.<device>`", "works", curlNSQPub},
 		{"curl", "nsqd `POST /mpub` (newlines, and `binary=true`)", "works", curlNSQMPub},
 		{"curl", "nsqd `POST /pub?defer=` (deferred message)", "refused", curlNSQDefer},
+		{"curl", "nsqd `POST /channel/delete` of a channel without consumers", "works", curlChannelDelete},
 		{"nsq tools", "`to_nsq` publishes stdin", "works", toolToNSQ},
 		{"nsq tools", "`nsq_to_file --lookupd-http-address`", "works", toolToFile},
 		{"nsq tools", "`nsq_stat --nsqd-http-address` (`/stats?format=json`)", "works", toolStat},
@@ -209,4 +210,14 @@ func toolStat(t *testing.T, e *compatEnv) compatOutcome {
 		return broken("%v: %s", err, lastLine(out))
 	}
 	return compatOutcome{status: "works", note: "depth is the channel's lag (all of it on disk: `disk`), `def` always 0"}
+}
+
+func curlChannelDelete(t *testing.T, e *compatEnv) compatOutcome {
+	queueMember(t, e, "chdel").Unsubscribe()
+	waitFor(t, "chdel without members", time.Minute, func() bool { return membersOf(listGroups(t, e.n, "")["chdel"]) == 0 })
+	code, body := curlCode(t, e, "-X", "POST", e.n.httpURL()+"/channel/delete?topic=telemetry&channel=chdel")
+	if _, still := listGroups(t, e.n, "")["chdel"]; code != "200" || still {
+		return broken("%s %s (still listed: %v)", code, body, still)
+	}
+	return compatOutcome{status: "works", note: "as `edgeq groups rm`: 409 `CHANNEL_IN_USE` with the reason for a channel with consumers"}
 }

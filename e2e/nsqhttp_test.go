@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // nsqHTTP posts to nsqd's HTTP API on the node; it returns the status and
@@ -48,7 +50,8 @@ func binaryMPUB(msgs ...string) []byte {
 }
 
 // TestNSQHTTPTools: nsqd's HTTP API on the node's HTTP port — /pub, /mpub
-// (newline and binary), /info, /stats — with nsqd's refusals; to_nsq
+// (newline and binary), /info, /stats, /channel/delete — with nsqd's
+// refusals; to_nsq
 // publishes, nsq_to_file (found through --lookupd-http-address) consumes
 // everything, and nsq_stat reads the channel's figures; with nsq.auth_token
 // set, publishing and stats need it.
@@ -164,6 +167,36 @@ func TestNSQHTTPTools(t *testing.T) {
 	}
 	if c := bytes.Count(all, []byte("\n")); c != total {
 		t.Fatalf("nsq_to_file wrote %d lines, want %d: %s; its log: %s", c, total, all, tfLog.String())
+	}
+
+	// /channel/delete deletes a channel as `edgeq groups rm` does.
+	nc, err := nats.Connect(n.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.QueueSubscribeSync("telemetry.>", "tmpch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	waitMembers(t, n, "tmpch", 1)
+	sub.Unsubscribe()
+	nc.Flush()
+	waitFor(t, "tmpch without members", time.Minute, func() bool { return membersOf(listGroups(t, n, "")["tmpch"]) == 0 })
+	for _, tc := range []struct {
+		query string
+		code  int
+		want  string
+	}{
+		{"topic=telemetry&channel=tmpch", 200, ""},
+		{"topic=telemetry&channel=tmpch", 404, `"CHANNEL_NOT_FOUND"`},
+		{"topic=telemetry&channel=archive", 409, "groups[0]"},
+		{"topic=telemetry", 400, `"MISSING_ARG_CHANNEL"`},
+	} {
+		if code, out := nsqHTTP(t, n, "POST", "/channel/delete?"+tc.query, "", nil); code != tc.code || !strings.Contains(out, tc.want) {
+			t.Fatalf("/channel/delete?%s: %d %s, want %d %s", tc.query, code, out, tc.code, tc.want)
+		}
 	}
 
 	// With nsq.auth_token, the HTTP API wants it as a bearer token.

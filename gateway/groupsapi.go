@@ -11,6 +11,7 @@ import (
 	"edgeq/gateway/cluster"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/jsapi"
+	"edgeq/gateway/nsqserver"
 )
 
 // GroupInfo is one queue group in GET /v1/groups: a core NATS queue group,
@@ -204,6 +205,15 @@ func (n *Node) deleteGroupOfKey(key groups.GroupKey) error {
 	_, err := n.DeleteGroup(key.Queue, key.Filter)
 	if errors.Is(err, ErrGroupNotFound) {
 		return fmt.Errorf("%w: %v", jsapi.ErrGroupNotFound, err)
+	}
+	return err
+}
+
+// deleteChannel is DeleteGroup for nsqd's POST /channel/delete.
+func (n *Node) deleteChannel(filter, channel string) error {
+	_, err := n.DeleteGroup(channel, filter)
+	if errors.Is(err, ErrGroupNotFound) {
+		return fmt.Errorf("%w: %v", nsqserver.ErrChannelNotFound, err)
 	}
 	return err
 }

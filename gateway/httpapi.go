@@ -78,11 +78,13 @@ func (n *Node) httpHandler() http.Handler {
 		mux.HandleFunc("GET /lookup", l.Topic)
 		mux.HandleFunc("GET /ping", l.Ping) // nsqd's /ping answers the same
 		// nsqd's own HTTP API, for publishers and the NSQ tools.
-		h := &nsqserver.HTTP{Server: n.nsq, Authorized: n.nsqAuthorized, Stored: n.storedRecords, Started: n.started}
+		h := &nsqserver.HTTP{Server: n.nsq, Authorized: n.nsqAuthorized, Stored: n.storedRecords, Started: n.started,
+			DeleteChannel: n.deleteChannel}
 		mux.HandleFunc("POST /pub", h.Pub)
 		mux.HandleFunc("POST /mpub", h.MPub)
 		mux.HandleFunc("GET /stats", h.Stats)
 		mux.HandleFunc("GET /info", h.Info)
+		mux.HandleFunc("POST /channel/delete", h.ChannelDelete)
 	}
 	return mux
 }

@@ -35,6 +35,55 @@ type HTTP struct {
 	// message_count); nil: 0.
 	Stored  func() uint64
 	Started time.Time
+	// DeleteChannel deletes the queue group (filter, channel) as the node's
+	// groups API does; its error wraps ErrChannelNotFound for none (404).
+	// Nil: /channel/delete is not served.
+	DeleteChannel func(filter, channel string) error
+}
+
+// ErrChannelNotFound is DeleteChannel's error for a channel that does not
+// exist.
+var ErrChannelNotFound = errors.New("nsqserver: no such channel")
+
+// ChannelDelete answers POST /channel/delete?topic=&channel= (nsqadmin's
+// and the HTTP API's delete of a channel): the channel's queue group goes
+// as `edgeq groups rm` deletes it, and is refused as that is (409,
+// CHANNEL_IN_USE with the reason: a channel with consumers, an uplink's, a
+// declared one).
+func (h *HTTP) ChannelDelete(w http.ResponseWriter, r *http.Request) {
+	if !h.allowed(w, r) {
+		return
+	}
+	q := r.URL.Query()
+	topic, channel := q.Get("topic"), q.Get("channel")
+	switch {
+	case topic == "":
+		respondV1(w, http.StatusBadRequest, "MISSING_ARG_TOPIC")
+		return
+	case channel == "":
+		respondV1(w, http.StatusBadRequest, "MISSING_ARG_CHANNEL")
+		return
+	case !ValidTopicName([]byte(topic)):
+		respondV1(w, http.StatusBadRequest, "INVALID_ARG_TOPIC")
+		return
+	case !ValidChannelName([]byte(channel)):
+		respondV1(w, http.StatusBadRequest, "INVALID_ARG_CHANNEL")
+		return
+	}
+	filter, ok := h.Server.filterOf([]byte(topic))
+	if !ok {
+		respondV1(w, http.StatusNotFound, "TOPIC_NOT_FOUND")
+		return
+	}
+	if err := h.DeleteChannel(filter, channel); err != nil {
+		if errors.Is(err, ErrChannelNotFound) {
+			respondV1(w, http.StatusNotFound, "CHANNEL_NOT_FOUND")
+			return
+		}
+		respondV1(w, http.StatusConflict, "CHANNEL_IN_USE: "+err.Error())
+		return
+	}
+	respondV1(w, http.StatusOK, nil)
 }
 
 // respond writes an answer as nsqd's http_api.RespondV1 does.
@@ -45,6 +94,8 @@ func respondV1(w http.ResponseWriter, code int, v any) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	} else if s, ok := v.(string); ok {
 		body = []byte(s)
+	} else if v == nil {
+		body = nil
 	} else {
 		body, _ = json.Marshal(v)
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")

@@ -3,6 +3,7 @@ package nsqserver
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -144,5 +145,42 @@ func TestTopicOfFilter(t *testing.T) {
 		if got != want || ok != (want != "") {
 			t.Fatalf("%s: %q %v, want %q", filter, got, ok, want)
 		}
+	}
+}
+
+func TestHTTPChannelDelete(t *testing.T) {
+	r := newRig(t, nil)
+	var asked []string
+	h := &HTTP{Server: r.s, Started: time.Now(), DeleteChannel: func(filter, channel string) error {
+		asked = append(asked, filter+" "+channel)
+		switch channel {
+		case "none":
+			return fmt.Errorf("%w: none", ErrChannelNotFound)
+		case "busy":
+			return fmt.Errorf("has 1 on n1")
+		}
+		return nil
+	}}
+	for _, tc := range []struct {
+		query string
+		code  int
+		want  string
+	}{
+		{"topic=telemetry&channel=c", 200, ""},
+		{"topic=telemetry.d1&channel=c", 200, ""},
+		{"topic=telemetry&channel=none", 404, `{"message":"CHANNEL_NOT_FOUND"}`},
+		{"topic=telemetry&channel=busy", 409, `{"message":"CHANNEL_IN_USE: has 1 on n1"}`},
+		{"topic=other&channel=c", 404, `{"message":"TOPIC_NOT_FOUND"}`},
+		{"channel=c", 400, `{"message":"MISSING_ARG_TOPIC"}`},
+		{"topic=telemetry&channel=a%20b", 400, `{"message":"INVALID_ARG_CHANNEL"}`},
+	} {
+		rec := httptest.NewRecorder()
+		h.ChannelDelete(rec, httptest.NewRequest("POST", "/channel/delete?"+tc.query, nil))
+		if rec.Code != tc.code || rec.Body.String() != tc.want {
+			t.Fatalf("%s: %d %s, want %d %s", tc.query, rec.Code, rec.Body, tc.code, tc.want)
+		}
+	}
+	if len(asked) != 4 || asked[0] != "telemetry.> c" || asked[1] != "telemetry.d1 c" {
+		t.Fatalf("asked %v", asked)
 	}
 }
