@@ -38,7 +38,8 @@ type Config struct {
 	// (<data_dir>/jetstream-consumers.json); empty: not kept.
 	StateFile string
 	// Clustered: the node is in a cluster, where a group lives on every
-	// node: CONSUMER.DELETE only forgets the name, and consumers that
+	// node: CONSUMER.DELETE forgets the name, then hands the group to
+	// DeleteGroup (which deletes it on every node), and consumers that
 	// expire (ephemeral, inactive_threshold) are refused.
 	Clustered bool
 	// DeleteGroup deletes a queue group that is not a consumer (CONSUMER.
