@@ -92,7 +92,7 @@ func TestClientCompat(t *testing.T) {
 	e.ctx = ctx
 
 	var table []string
-	for _, row := range compatRows() {
+	for _, row := range append(compatRows(), compatGroupRows()...) {
 		t.Run(row.client+"/"+row.op, func(t *testing.T) {
 			got := row.run(t, e)
 			line := fmt.Sprintf("| %s | %s | %s |", row.client, row.op, got.status)

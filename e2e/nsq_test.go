@@ -34,10 +34,10 @@ var (
 	nsqToolsErr  error
 )
 
-// nsqTool builds the NSQ apps (nsq_tail, nsq_to_file, nsqd) of nsq v1.3.0
-// from the module proxy into a temp dir, in a throwaway module (their code
-// is never part of this repository). A failed build skips, or fails with
-// CI=true.
+// nsqTool builds the NSQ apps (nsq_tail, nsq_to_file, nsqd, nsq_stat,
+// to_nsq) of nsq v1.3.0 from the module proxy into a temp dir, in a
+// throwaway module (their code is never part of this repository). A
+// failed build skips, or fails with CI=true.
 func nsqTool(t testing.TB, name string) string {
 	t.Helper()
 	nsqToolsOnce.Do(func() { nsqToolsErr = buildNSQTools(nsqToolsDir) })
@@ -63,7 +63,8 @@ func buildNSQTools(dir string) error {
 		return err
 	}
 	cmd := exec.Command("go", "build", "-o", dir+"/", "github.com/nsqio/nsq/apps/nsq_tail",
-		"github.com/nsqio/nsq/apps/nsq_to_file", "github.com/nsqio/nsq/apps/nsqd")
+		"github.com/nsqio/nsq/apps/nsq_to_file", "github.com/nsqio/nsq/apps/nsqd",
+		"github.com/nsqio/nsq/apps/nsq_stat", "github.com/nsqio/nsq/apps/to_nsq")
 	cmd.Dir = mod
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
 	out, err := cmd.CombinedOutput()

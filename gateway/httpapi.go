@@ -12,6 +12,7 @@ import (
 
 	"edgeq/gateway/console"
 	"edgeq/gateway/nsqserver"
+	"edgeq/internal/secret"
 	"edgeq/wal"
 )
 
@@ -62,6 +63,8 @@ func (n *Node) httpHandler() http.Handler {
 		mux.Handle("GET /console/", http.StripPrefix("/console", page))
 	}
 	mux.Handle("POST /v1/publish/{device}", n.authorized(http.HandlerFunc(n.handlePublish)))
+	mux.Handle("GET /v1/groups", n.authorized(http.HandlerFunc(n.handleGroups)))
+	mux.Handle("DELETE /v1/groups/{name}", n.authorized(http.HandlerFunc(n.handleDeleteGroup)))
 	if n.nsq != nil {
 		// nsqlookupd's endpoints, for go-nsq's ConnectToNSQLookupd; open like
 		// /healthz (they name only the NSQ address, and the channels when
@@ -73,9 +76,47 @@ func (n *Node) httpHandler() http.Handler {
 			return n.nsqChannels(filter)
 		}}
 		mux.HandleFunc("GET /lookup", l.Topic)
-		mux.HandleFunc("GET /ping", l.Ping)
+		mux.HandleFunc("GET /ping", l.Ping) // nsqd's /ping answers the same
+		// nsqd's own HTTP API, for publishers and the NSQ tools.
+		h := &nsqserver.HTTP{Server: n.nsq, Authorized: n.nsqAuthorized, Stored: n.storedRecords, Started: n.started,
+			DeleteChannel: n.deleteChannel}
+		mux.HandleFunc("POST /pub", h.Pub)
+		mux.HandleFunc("POST /mpub", h.MPub)
+		mux.HandleFunc("GET /stats", h.Stats)
+		mux.HandleFunc("GET /info", h.Info)
+		mux.HandleFunc("POST /channel/delete", h.ChannelDelete)
 	}
 	return mux
+}
+
+// nsqAuthorized: nsqd's HTTP API takes the NSQ listener's auth token or
+// http.token as a bearer token when either is set.
+func (n *Node) nsqAuthorized(r *http.Request) bool {
+	token, nsqToken := *n.httpToken.Load(), n.cfg.NSQ.AuthToken
+	if !token.IsSet() && !nsqToken.IsSet() {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	for _, t := range []secret.String{token, nsqToken} {
+		if t.IsSet() && subtle.ConstantTimeCompare([]byte(got), []byte(t.Reveal())) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// storedRecords counts the records in the node's log.
+func (n *Node) storedRecords() uint64 {
+	var total uint64
+	for p := 0; p < n.log.NumPartitions(); p++ {
+		if first, last := n.log.First(p), n.log.Durable(p); last >= first && last > 0 {
+			total += last - first + 1
+		}
+	}
+	return total
 }
 
 // authorized requires "Authorization: Bearer <http.token>" when a token is set.

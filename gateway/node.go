@@ -135,12 +135,13 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 	n.tail = groups.NewTail(l, cfg.NATS.TelemetryPrefix, id, logger)
 	var onGroup func(groups.GroupKey)
 	var peers groups.Peers
+	var expireLed func(groups.GroupKey) error
 	if cfg.Cluster.Name != "" {
 		if n.cluster, err = cluster.NewNode(cfg, id, version, l.NumPartitions(), logger); err != nil {
 			l.Close()
 			return nil, err
 		}
-		onGroup, peers = n.cluster.AddGroup, n.cluster.Peers()
+		onGroup, peers, expireLed = n.cluster.AddGroup, n.cluster.Peers(), n.cluster.RemoveGroup
 	}
 	n.queues = groups.NewRegistry(groups.Config{
 		Node:            id,
@@ -150,6 +151,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		MaxGroups:       cfg.Queue.MaxGroups,
 		ReadAheadBudget: int64(cfg.Queue.ReadAheadBudget),
 		OnGroup:         onGroup,
+		ExpireLed:       expireLed,
 		Peers:           peers,
 		DeadLetters:     n.publishDeadLetter,
 	}, l, logger)
@@ -164,7 +166,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 			DuplicateWindow: j.DuplicateWindow, MaxBytes: int64(cfg.WAL.MaxBytes), MaxAge: cfg.WAL.MaxAge,
 			Defaults: queueConfig(cfg, config.Group{}), StateFile: filepath.Join(cfg.DataDir, "jetstream-consumers.json"),
 			Clustered: cfg.Cluster.Name != "", KVBucket: j.KVBucket, MaxDevices: cfg.WAL.MaxDevices, MaxOrdered: j.MaxOrdered,
-			MaxOrderedPerConn: j.MaxOrderedPerConn, Logger: logger}, l, n.queues)
+			MaxOrderedPerConn: j.MaxOrderedPerConn, DeleteGroup: n.deleteGroupOfKey, Logger: logger}, l, n.queues)
 		if j.DuplicateWindow > 0 {
 			dedup = jsapi.NewDedup(j.DuplicateWindow, j.MaxMsgIDs, nil)
 		}
@@ -402,8 +404,15 @@ func (n *Node) goBackground(f func()) {
 	}()
 }
 
+// expireInterval is how often groups past group_ttl are looked for: a
+// quarter of it, between a second and a minute, so a group goes within
+// group_ttl plus that.
+func expireInterval(ttl time.Duration) time.Duration {
+	return min(max(ttl/4, time.Second), time.Minute)
+}
+
 func (n *Node) expireGroups(ctx context.Context) {
-	t := time.NewTicker(time.Minute)
+	t := time.NewTicker(expireInterval(n.cfg.Queue.GroupTTL))
 	defer t.Stop()
 	// Commits that other nodes' leaders stored here become durable as
 	// quickly as the leaders' own (a hand-over's final commits at once).

@@ -20,6 +20,7 @@ func commands() []command {
 		{"pub", "pub DEVICE [DATA]          publish one message durably (DATA or stdin) and print where it was stored", runPub},
 		{"sub", "sub [--queue Q] [SUBJECT]  print deliveries with their headers and ack them", runSub},
 		{"status", "status [--json] [--watch [--interval 2s]]\n                             show the node's status (--watch refreshes in place)", runStatus},
+		{"groups", "groups ls [--json] | groups rm [--subject FILTER] NAME\n                             list the queue groups (NATS, JetStream, NSQ, uplinks), or delete one without members", runGroups},
 		{"bench", "bench [--mode durable|core|jetstream] [--backlog] [--window N] [--msgs N] [--devices D] [--size B] [--publishers P] [--workers W]\n                             load generator: publish→delivery rate and latency", runBench},
 		{"serial", "serial list                list serial ports with USB IDs (read from sysfs, nothing opened)", runSerial},
 		{"modbus", "modbus read --config FILE [--bus NAME] [--json]\n                             poll the config's Modbus devices once and print the values (nothing stored)", runModbus},

@@ -92,6 +92,18 @@ func (e *Elector) AddGroup(group string) error {
 	return e.apply(e.m.AddGroup(group, e.epochs[group]))
 }
 
+// RemoveGroup stops electing for group (deleted): a leader steps down
+// without a hand-over. An unknown group is no error.
+func (e *Elector) RemoveGroup(group string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	err := e.apply(e.m.RemoveGroup(group))
+	if errors.Is(err, election.ErrUnknownGroup) {
+		return nil
+	}
+	return err
+}
+
 // PeerUp, PeerDown and Frame make the Elector a part of the peer Handler.
 func (e *Elector) PeerUp(node string, priority int) {
 	e.mu.Lock()

@@ -45,7 +45,8 @@ const (
 	TypePosition   Type = 13 // leader → owner: PositionReq
 	TypePositioned Type = 14 // owner → leader: PositionResp
 	TypeCommitted  Type = 15 // owner → leader: CommitResp
-	maxType        Type = TypeCommitted
+	TypeRemoved    Type = 16 // any node → peers: GroupName of a group deleted on demand
+	maxType        Type = TypeRemoved
 )
 
 // Errors of the framing.

@@ -46,6 +46,7 @@ type peerLink struct {
 	syncWake   chan struct{}
 	bufs       sync.Pool
 	fencedReqs atomic.Uint64
+	removed    tombstones // groups deleted lately (remove.go)
 }
 
 type request struct {
@@ -434,6 +435,13 @@ func (p *peerLink) Frame(node string, f Frame) {
 		_ = p.reg.RelayedAck(groups.Ack{Kind: groups.AckKind(m.Kind), Delay: time.Duration(m.Delay),
 			Handle: groups.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
 				Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}})
+	case TypeRemoved:
+		g, err := DecodeRemoved(f.Body)
+		if err != nil {
+			p.bad(node, f.Type, err)
+			return
+		}
+		p.serveRemoved(node, g)
 	case TypeMembers:
 		m, err := DecodeMembers(f.Body)
 		if err != nil {
@@ -445,6 +453,12 @@ func (p *peerLink) Frame(node string, f Frame) {
 			ms[i] = groups.RemoteMember{ID: queue.MemberID(x.ID), Credit: x.Credit}
 		}
 		key := keyOf(m.Group)
+		if p.removed.has(key.String(), time.Now()) {
+			if len(ms) == 0 {
+				return // sent before the peer heard of the delete
+			}
+			p.removed.clear(key.String()) // a new member: the group is made anew
+		}
 		if err := p.reg.RemoteMembers(node, key, m.DeliverAll, m.Declared, ms); err != nil {
 			p.logger.Warn("members of a peer refused", "peer", node, "group", key.String(), "err", err)
 		}
@@ -483,6 +497,10 @@ func (p *peerLink) answer(body []byte) {
 // group new here joins the election first.
 func (p *peerLink) fence(g GroupName, epoch election.Epoch) error {
 	name := keyOf(g).String()
+	if p.removed.has(name, time.Now()) {
+		p.fencedReqs.Add(1)
+		return fmt.Errorf("cluster: queue group %s was deleted", name)
+	}
 	err := p.elector.Fence(name, epoch)
 	if errors.Is(err, election.ErrUnknownGroup) {
 		if aerr := p.elector.AddGroup(name); aerr != nil && !errors.Is(aerr, election.ErrGroupExists) {

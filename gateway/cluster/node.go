@@ -142,6 +142,7 @@ func (c *Node) Peers() groups.Peers { return c.link }
 
 // AddGroup elects a leader for a queue group (after the startup grace).
 func (c *Node) AddGroup(key groups.GroupKey) {
+	c.link.removed.clear(key.String()) // made anew here after a delete
 	c.gmu.Lock()
 	if !c.electing {
 		if !slices.Contains(c.waiting, key.String()) {

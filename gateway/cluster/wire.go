@@ -22,6 +22,7 @@ import (
 //	           or a dead letter for the node's subscribers
 //	ACK        member's node → leader: a worker's acknowledgement (handle, kind)
 //	MEMBERS    any node → every peer: its members of G (the whole set)
+//	REMOVED    any node → every peer: G was deleted (edgeq groups rm): forget it
 //
 // POSITION, FETCH and COMMIT carry the leader's epoch; the owner fences it
 // (election.Machine.Fence) before serving.
@@ -455,4 +456,14 @@ func DecodeMembers(b []byte) (Members, error) {
 		}
 	}
 	return m, r.end("members")
+}
+
+// AppendRemoved encodes a REMOVED message: the group deleted.
+func AppendRemoved(dst []byte, g GroupName) []byte { return appendGroup(dst, g) }
+
+// DecodeRemoved decodes a REMOVED message.
+func DecodeRemoved(b []byte) (GroupName, error) {
+	r := reader{fields{b: b}}
+	g := r.group()
+	return g, r.end("removed")
 }

@@ -339,6 +339,14 @@ func (c *Config) GCMemoryLimit() int64 {
 	return 24<<20 + 2*int64(c.Queue.ReadAheadBudget)
 }
 
+// DefaultGroupTTL is queue.group_ttl's default: how long an undeclared
+// queue group without members (a one-shot `--queue` subscriber, nsq_tail, a
+// worker fleet that went away) keeps its position before it is removed.
+// Minutes, not a day: such a group pins retention and takes one of the
+// max_groups slots. Declare a group (groups:) or use a durable JetStream
+// consumer to keep a position across longer outages.
+const DefaultGroupTTL = 5 * time.Minute
+
 // QueueDefaults apply to every queue group that does not set its own.
 type QueueDefaults struct {
 	AckWait        time.Duration `yaml:"ack_wait"`
@@ -493,7 +501,7 @@ func Default() Config {
 			AckWait:         30 * time.Second,
 			MaxDeliver:      5,
 			MaxInFlight:     256,
-			GroupTTL:        24 * time.Hour,
+			GroupTTL:        DefaultGroupTTL,
 			ReadAheadMsgs:   1024,
 			ReadAheadBytes:  4 << 20,
 			MaxGroups:       64,

@@ -21,10 +21,16 @@ func (r *Registry) evictIdle() time.Duration {
 // cluster) not led here. Expire and evictIdleLocked share it. Called with
 // r.mu.
 func (r *Registry) idleUndeclaredLocked(g *group, now time.Time, idle time.Duration) bool {
-	if g.cfg.Declared || len(g.declaredBy) > 0 || g.lastEmpty.IsZero() || g.members() > 0 {
+	if r.clustered() && g.leading {
 		return false
 	}
-	if r.clustered() && g.leading {
+	return r.idleLocked(g, now, idle)
+}
+
+// idleLocked: undeclared (here and on the peers) and without members
+// anywhere for at least idle. Called with r.mu.
+func (r *Registry) idleLocked(g *group, now time.Time, idle time.Duration) bool {
+	if g.cfg.Declared || len(g.declaredBy) > 0 || g.lastEmpty.IsZero() || g.members() > 0 {
 		return false
 	}
 	return now.Sub(g.lastEmpty) >= idle

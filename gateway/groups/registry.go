@@ -53,7 +53,7 @@ type Config struct {
 	// Defaults is the core configuration of groups created by a subscribe.
 	Defaults queue.Config
 	// GroupTTL: an undeclared group without members keeps its committed
-	// offsets this long, then is removed (default 24h).
+	// offsets this long, then is removed (the node's default: 5 minutes).
 	GroupTTL  time.Duration
 	MaxGroups int
 	// EvictIdle: with MaxGroups reached, a new group takes the place of the
@@ -61,6 +61,11 @@ type Config struct {
 	// least this long (default 1 minute, at most GroupTTL), so abandoned
 	// groups never lock new subscribers out until a restart.
 	EvictIdle time.Duration
+	// ExpireLed, when set (a cluster), deletes on every node an undeclared
+	// group this node leads that has had no members anywhere for GroupTTL
+	// (Expire calls it; see cluster.Node.RemoveGroup). Without it such a
+	// group stays.
+	ExpireLed func(GroupKey) error
 	// OnGroup, when set, learns of every group started (declared, created
 	// by a subscribe, or learnt from a peer); it runs on its own goroutine.
 	OnGroup func(GroupKey)
@@ -126,6 +131,11 @@ type GroupStats struct {
 	Members map[string]int
 	// Forwards counts deliveries forwarded to members on other nodes.
 	Forwards uint64
+	// DeclaredByPeer: another node declares the group (it does not expire).
+	DeclaredByPeer bool
+	// EmptySince is when the group last lost its last member anywhere;
+	// zero while it has members. An undeclared group goes GroupTTL after.
+	EmptySince time.Time
 }
 
 // PartitionRef names a partition of some node's log.
@@ -199,6 +209,7 @@ type Registry struct {
 	quiescedAt time.Time
 	held       heldForwards      // forwarded deliveries this node's members hold (held.go)
 	budget     *readahead.Shared // nil: no node-wide read-ahead budget
+	expiring   map[GroupKey]bool // led groups Expire hands to ExpireLed now; bound: groups
 
 	counters struct {
 		refusedDeliveries atomic.Uint64
@@ -206,6 +217,7 @@ type Registry struct {
 		badAcks           atomic.Uint64
 		staleAcks         atomic.Uint64
 		removedGroups     atomic.Uint64
+		deletedGroups     atomic.Uint64
 		forwardsIn        atomic.Uint64
 		forwardsRefused   atomic.Uint64
 		acksRelayed       atomic.Uint64
@@ -225,7 +237,7 @@ func NewRegistry(cfg Config, l *wal.Log, logger *slog.Logger) *Registry {
 	}
 	r := &Registry{
 		cfg: cfg, log: l, logger: logger.With("component", "dispatch"),
-		groups: map[GroupKey]*group{}, byID: map[int]*runner{}, members: map[queue.MemberID]*group{},
+		groups: map[GroupKey]*group{}, byID: map[int]*runner{}, members: map[queue.MemberID]*group{}, expiring: map[GroupKey]bool{},
 		// Instance IDs start at random, so an acknowledgement meant for an
 		// earlier leader (another node, or this one before a restart) does
 		// not name a running group here.
@@ -590,12 +602,18 @@ func (r *Registry) ack(a Ack, relay bool) error {
 
 // Expire removes undeclared groups that have had no members for GroupTTL:
 // they stop, and their offsets no longer hold back retention. In a cluster,
-// members on other nodes count, and a group this node leads stays. The node
-// calls it periodically.
+// members on other nodes count, and a group this node leads goes on every
+// node through ExpireLed (or stays without it). The node calls it
+// periodically.
 func (r *Registry) Expire(now time.Time) {
 	r.mu.Lock()
 	var expired []*group
+	var led []GroupKey
 	for key, g := range r.groups {
+		if r.clustered() && g.leading && r.cfg.ExpireLed != nil && r.idleLocked(g, now, r.cfg.GroupTTL) {
+			led = append(led, key)
+			continue
+		}
 		if !r.idleUndeclaredLocked(g, now, r.cfg.GroupTTL) {
 			continue
 		}
@@ -615,6 +633,20 @@ func (r *Registry) Expire(now time.Time) {
 		}
 		r.counters.removedGroups.Add(1)
 		r.logger.Info("queue group removed after group_ttl without members", "group", g.cfg.Key.String())
+	}
+	for _, key := range led {
+		r.mu.Lock()
+		r.expiring[key] = true // its Forget counts it as removed, not deleted on demand
+		r.mu.Unlock()
+		err := r.cfg.ExpireLed(key)
+		r.mu.Lock()
+		delete(r.expiring, key)
+		r.mu.Unlock()
+		if err != nil {
+			r.logger.Debug("queue group past group_ttl not deleted yet", "group", key.String(), "err", err)
+			continue
+		}
+		r.logger.Info("queue group deleted on every node after group_ttl without members", "group", key.String())
 	}
 }
 
@@ -655,7 +687,7 @@ func (r *Registry) Stats() []GroupStats {
 	var runs []*runner
 	var idx []int
 	for _, g := range r.groups {
-		gs := GroupStats{Key: g.cfg.Key, Declared: g.cfg.Declared, Members: map[string]int{}}
+		gs := GroupStats{Key: g.cfg.Key, Declared: g.cfg.Declared, DeclaredByPeer: len(g.declaredBy) > 0, Members: map[string]int{}, EmptySince: g.lastEmpty}
 		if len(g.local) > 0 || !r.clustered() {
 			gs.Members[r.cfg.Node] = len(g.local)
 		}
@@ -701,6 +733,9 @@ func (r *Registry) Stats() []GroupStats {
 // Counters are registry-wide counts.
 type Counters struct {
 	RefusedDeliveries, BadAcks, StaleAcks, RemovedGroups uint64
+	// DeletedGroups counts groups removed on demand (Remove: the API,
+	// CONSUMER.DELETE, an #ephemeral NSQ channel's last consumer).
+	DeletedGroups uint64
 	// MaybeDelivered counts first deliveries of this run flagged as
 	// possibly delivered before (past the commits at a restart or failover).
 	MaybeDelivered uint64
@@ -730,6 +765,7 @@ func (r *Registry) Counters() Counters {
 		BadAcks:              r.counters.badAcks.Load(),
 		StaleAcks:            r.counters.staleAcks.Load(),
 		RemovedGroups:        r.counters.removedGroups.Load(),
+		DeletedGroups:        r.counters.deletedGroups.Load(),
 		ForwardsIn:           r.counters.forwardsIn.Load(),
 		ForwardsRefused:      r.counters.forwardsRefused.Load(),
 		AcksRelayed:          r.counters.acksRelayed.Load(),

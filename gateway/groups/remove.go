@@ -9,8 +9,9 @@ import (
 var (
 	// ErrGroupShared: the group has members Remove was not allowed to drop.
 	ErrGroupShared = errors.New("groups: queue group has other members")
-	// ErrRemoveClustered: groups of a cluster are not removed on demand
-	// (other nodes lead and know them).
+	// ErrRemoveClustered: groups of a cluster are not removed by Remove
+	// (other nodes lead and know them); the cluster deletes them everywhere
+	// with Forget.
 	ErrRemoveClustered = errors.New("groups: queue groups of a cluster cannot be removed on demand")
 )
 
@@ -25,6 +26,19 @@ func (r *Registry) Remove(key GroupKey, owned func(Member) bool) error {
 	if r.clustered() {
 		return ErrRemoveClustered
 	}
+	return r.remove(key, owned)
+}
+
+// Forget is Remove for one node of a cluster, which deletes the group on
+// every node (the election forgets it first, so nothing leads it again): it
+// drops the group here, its runner if this node leads it, and the offsets
+// of this node's partitions. It is refused (ErrGroupShared) while the group
+// has members on this node. The caller has checked the other nodes'.
+func (r *Registry) Forget(key GroupKey) error {
+	return r.remove(key, nil)
+}
+
+func (r *Registry) remove(key GroupKey, owned func(Member) bool) error {
 	r.mu.Lock()
 	g := r.groups[key]
 	if g == nil {
@@ -44,14 +58,25 @@ func (r *Registry) Remove(key GroupKey, owned func(Member) bool) error {
 	}
 	g.leading = false
 	run := g.run
+	expired := r.expiring[key]
 	r.mu.Unlock()
 	if run != nil {
 		run.halt()
 		<-run.done
 	}
-	r.log.Offsets().Remove(g.consumer)
+	r.mu.Lock()
+	_, again := r.groups[key] // joined anew meanwhile: the offsets are the new group's
+	if !again {
+		r.log.Offsets().Remove(g.consumer)
+	}
+	r.mu.Unlock()
 	if err := r.log.Offsets().Flush(); err != nil {
 		return fmt.Errorf("groups: remove %s: flush offsets: %w", key, err)
+	}
+	if expired {
+		r.counters.removedGroups.Add(1)
+	} else {
+		r.counters.deletedGroups.Add(1)
 	}
 	r.logger.Info("queue group removed", "group", key.String())
 	return nil

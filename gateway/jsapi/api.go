@@ -38,7 +38,8 @@ type Config struct {
 	// (<data_dir>/jetstream-consumers.json); empty: not kept.
 	StateFile string
 	// Clustered: the node is in a cluster, where a group lives on every
-	// node: CONSUMER.DELETE only forgets the name, and consumers that
+	// node: CONSUMER.DELETE forgets the name, then hands the group to
+	// DeleteGroup (which deletes it on every node), and consumers that
 	// expire (ephemeral, inactive_threshold) are refused.
 	Clustered bool
 	// KVBucket names the read-only KV view of the log (stream
@@ -50,7 +51,11 @@ type Config struct {
 	// MaxOrdered bounds the ordered consumers (ack none) of the node,
 	// MaxOrderedPerConn those of one connection (the front end's part).
 	MaxOrdered, MaxOrderedPerConn int
-	Logger                        *slog.Logger // nil: slog.Default()
+	// DeleteGroup deletes a queue group that is not a consumer (CONSUMER.
+	// DELETE of one shown as a consumer, see groups.go); its error says why
+	// not (wrapping ErrGroupNotFound: 404). Nil: such groups are listed only.
+	DeleteGroup func(groups.GroupKey) error
+	Logger      *slog.Logger // nil: slog.Default()
 }
 
 // KVStreamPrefix starts the name of a KV bucket's stream.
@@ -261,12 +266,12 @@ func (s *Service) handle(api string, body []byte, owner uint64) ([]byte, *APIErr
 			return nil, errStreamNotFound
 		}
 		if tok[1] == "NAMES" {
-			names := s.consumerNames(tok[2])
+			names := s.allConsumerNames(tok[2])
 			return marshal("consumer_names_response", map[string]any{"total": len(names), "offset": 0, "limit": 1024, "consumers": names}), nil
 		}
 		infos := []jetstream.ConsumerInfo{}
-		for _, n := range s.consumerNames(tok[2]) {
-			if ci, ok := s.consumerInfo(tok[2], n); ok {
+		for _, n := range s.allConsumerNames(tok[2]) {
+			if ci, ok := s.anyConsumerInfo(tok[2], n); ok {
 				infos = append(infos, ci)
 			}
 		}
@@ -284,7 +289,7 @@ func (s *Service) handle(api string, body []byte, owner uint64) ([]byte, *APIErr
 		if _, ok := s.view(tok[2]); !ok {
 			return nil, errStreamNotFound
 		}
-		ci, ok := s.consumerInfo(tok[2], tok[3])
+		ci, ok := s.anyConsumerInfo(tok[2], tok[3])
 		if !ok {
 			return nil, errConsumerNotFound
 		}
@@ -300,7 +305,7 @@ func (s *Service) handle(api string, body []byte, owner uint64) ([]byte, *APIErr
 		if tok[2] != s.cfg.Stream {
 			return nil, errConsumerNotFound
 		}
-		if e := s.deleteConsumer(tok[3]); e != nil {
+		if e := s.deleteAny(tok[3]); e != nil {
 			return nil, e
 		}
 		return marshal("consumer_delete_response", map[string]any{"success": true}), nil

@@ -318,8 +318,10 @@ func (s *Service) info(c *Consumer) jetstream.ConsumerInfo {
 
 // deleteConsumer removes the consumer and, on a standalone node, its queue
 // group (runner, offsets): refused while members of other front ends (core
-// NATS, NSQ, an uplink) share the group. In a cluster the group stays
-// declared, with its offsets, until the node restarts: only the name goes.
+// NATS, NSQ, an uplink) share the group. In a cluster the name goes, then
+// the group through Config.DeleteGroup on every node where nothing else
+// holds it (without DeleteGroup it stays, with its offsets, until the node
+// restarts).
 func (s *Service) deleteConsumer(name string) *APIError {
 	s.mu.Lock()
 	c := s.consumers[name]
@@ -338,6 +340,14 @@ func (s *Service) deleteConsumer(name string) *APIError {
 	s.logger.Info("consumer deleted", "consumer", name)
 	if s.hooks.Deleted != nil {
 		s.hooks.Deleted(c)
+	}
+	if s.cfg.Clustered && s.cfg.DeleteGroup != nil {
+		// Its members here are gone (Deleted): the group goes on every
+		// node, unless others hold it (said in the log; `edgeq groups rm`
+		// deletes it later).
+		if gerr := s.cfg.DeleteGroup(c.Key); gerr != nil && !errors.Is(gerr, ErrGroupNotFound) {
+			s.logger.Warn("consumer deleted, its queue group stays", "consumer", name, "err", gerr)
+		}
 	}
 	if err != nil {
 		return Err(500, CodeConsumerCreate, "consumer %s deleted, but it may be back after a restart: %v", name, err)
@@ -360,3 +370,19 @@ func (s *Service) removeGroupLocked(c *Consumer) *APIError {
 	}
 	return Err(500, CodeBadRequest, "delete consumer %s: %v", c.Name, err)
 }
+
+// ConsumerOf names the consumer whose queue group is key.
+func (s *Service) ConsumerOf(key groups.GroupKey) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, c := range s.consumers {
+		if c.Key == key {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// Delete deletes consumer name as CONSUMER.DELETE does (the node's groups
+// API uses it for a consumer's group).
+func (s *Service) Delete(name string) *APIError { return s.deleteConsumer(name) }

@@ -264,6 +264,34 @@ func TestDeleteInClusterForgetsNameOnly(t *testing.T) {
 	}
 }
 
+// TestDeleteInClusterDeletesGroup: with DeleteGroup (the node's), a
+// consumer delete in a cluster hands its group over after the name went; a
+// refusal there still deletes the consumer.
+func TestDeleteInClusterDeletesGroup(t *testing.T) {
+	var asked []groups.GroupKey
+	refuse := false
+	b := newBed(t, func(c *Config) {
+		c.Clustered = true
+		c.DeleteGroup = func(k groups.GroupKey) error {
+			asked = append(asked, k)
+			if refuse {
+				return fmt.Errorf("a peer is unreachable")
+			}
+			return nil
+		}
+	})
+	for _, name := range []string{"work", "kept"} {
+		b.create(name, map[string]any{"durable_name": name})
+		refuse = name == "kept"
+		if out := b.call("CONSUMER.DELETE.TELEMETRY."+name, ""); out["success"] != true {
+			t.Fatalf("delete %s: %v", name, out)
+		}
+	}
+	if len(b.names()) != 0 || len(asked) != 2 || asked[0] != (groups.GroupKey{Filter: "telemetry.>", Queue: "work"}) || asked[1].Queue != "kept" {
+		t.Fatalf("names %v, groups handed over %v", b.names(), asked)
+	}
+}
+
 func TestEphemeralExpires(t *testing.T) {
 	b := newBed(t, nil)
 	out := b.create("", map[string]any{"deliver_policy": "all"}) // legacy form: the server names it

@@ -200,6 +200,7 @@ func renderGroups(e *enc, s *Snapshot) {
 	e.counter1("edgeq_dispatch_bad_acks_total", d.BadAcks)
 	e.counter1("edgeq_dispatch_stale_acks_total", d.StaleAcks)
 	e.counter1("edgeq_dispatch_removed_groups_total", d.RemovedGroups)
+	e.counter1("edgeq_dispatch_deleted_groups_total", d.DeletedGroups)
 	e.counter1("edgeq_dispatch_maybe_delivered_total", d.MaybeDelivered)
 	renderReadAhead(e, s)
 	e.gauge1("edgeq_groups", uint64(len(s.Groups)))

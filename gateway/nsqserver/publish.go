@@ -12,14 +12,14 @@ import (
 
 // deviceOf names the device of a message published to topic: the topic's
 // suffix for <prefix>.<device>, else the body's JSON field DeviceField.
-func (c *conn) deviceOf(topic, body []byte) (string, *Error) {
-	p := c.s.cfg.TelemetryPrefix
+func (s *Server) deviceOf(topic, body []byte) (string, *Error) {
+	p := s.cfg.TelemetryPrefix
 	var device string
 	switch {
 	case string(topic) == p:
-		v := gjson.GetBytes(body, c.s.cfg.DeviceField)
+		v := gjson.GetBytes(body, s.cfg.DeviceField)
 		if v.Type != gjson.String && v.Type != gjson.Number {
-			return "", softf("E_BAD_MESSAGE", "no device ID at %q in the JSON body (publish to %q.<device>, or include the field)", c.s.cfg.DeviceField, p)
+			return "", softf("E_BAD_MESSAGE", "no device ID at %q in the JSON body (publish to %q.<device>, or include the field)", s.cfg.DeviceField, p)
 		}
 		device = v.String()
 	case len(topic) > len(p)+1 && string(topic[:len(p)]) == p && topic[len(p)] == '.':
@@ -41,7 +41,7 @@ func (c *conn) deviceOf(topic, body []byte) (string, *Error) {
 func (c *conn) publish(topic []byte, bodies [][]byte, what string) error {
 	recs := make([]wal.Record, len(bodies))
 	for i, b := range bodies {
-		dev, perr := c.deviceOf(topic, b)
+		dev, perr := c.s.deviceOf(topic, b)
 		if perr != nil {
 			c.s.stats.PubErrors.Add(uint64(len(bodies)))
 			if len(bodies) > 1 {
