@@ -30,6 +30,9 @@ type natsTransport struct {
 	// order keeps a device's records in order upstream when the group gives
 	// the uplink several of one device at once (device_window > 1).
 	order *natsOrder
+	// seen is what the stream holds of each device (natsseen.go).
+	seen          *natsSeen
+	logUnverified sync.Once
 }
 
 // errBehind hands a record back unsent: sending it could put it upstream
@@ -84,7 +87,7 @@ func newNATS(cfg *Config, node string, logger *slog.Logger) (*natsTransport, err
 		nc.Close()
 		return nil, fmt.Errorf("uplink %s: jetstream: %w", cfg.Name, err)
 	}
-	tr := &natsTransport{cfg: cfg, node: node, subject: t, nc: nc, js: js, logger: logger}
+	tr := &natsTransport{cfg: cfg, node: node, subject: t, nc: nc, js: js, logger: logger, seen: newNATSSeen()}
 	if cfg.EffectiveDeviceWindow() > 1 {
 		tr.order = &natsOrder{devs: map[devID]*natsDev{}}
 	}
@@ -120,8 +123,9 @@ func (t *natsTransport) Close() { t.nc.Close() }
 // Bound: maxOrderDevices devices; beyond that idle ones are forgotten (they
 // probe again).
 type natsOrder struct {
-	mu   sync.Mutex
-	devs map[devID]*natsDev
+	mu     sync.Mutex
+	devs   map[devID]*natsDev
+	noSkip bool // a device's unsure mark was forgotten (bound)
 }
 
 // devID names a device: sequence numbers are per node.
@@ -144,6 +148,12 @@ type natsDev struct {
 	// next round settles it).
 	failed bool
 	maxSeq uint64
+	// lowFail: the lowest record of the device that failed and was not
+	// acknowledged since; unsure: the highest record acknowledged above it.
+	// The stream may hold unsure without the records below it down to
+	// unsureFrom (a reorder), so those are never taken as held upstream
+	// (natsseen.go).
+	lowFail, unsure, unsureFrom uint64
 }
 
 func devKey(it *Item) devID { return devID{it.Node, it.Device} }
@@ -173,13 +183,33 @@ func (o *natsOrder) send(it *Item, conn uint64) bool {
 	return true
 }
 
-// forgetIdle drops the devices with nothing in flight and nothing to restart.
+// forgetIdle drops the devices with nothing in flight and nothing to
+// restart; when none is idle but unsure ones, those too, and from then on
+// no record is taken as held upstream (noSkip).
 func (o *natsOrder) forgetIdle() {
 	for k, d := range o.devs {
-		if d.flying == 0 && !d.failed {
+		if d.flying == 0 && !d.failed && d.lowFail == 0 && d.unsure == 0 {
 			delete(o.devs, k)
 		}
 	}
+	if len(o.devs) < maxOrderDevices {
+		return
+	}
+	for k, d := range o.devs {
+		if d.flying == 0 && !d.failed {
+			delete(o.devs, k)
+			o.noSkip = true
+		}
+	}
+}
+
+// unsure reports whether the stream may hold a record of its device above
+// it without it (a reorder seen after a failure).
+func (o *natsOrder) unsure(it *Item) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	d := o.devs[devKey(it)]
+	return o.noSkip || d != nil && it.Seq >= d.unsureFrom && it.Seq <= d.unsure
 }
 
 // unsent takes back a record send let through that did not go out.
@@ -196,28 +226,66 @@ func (o *natsOrder) done(it *Item, ok bool) {
 	d.flying--
 	if ok {
 		d.okConn = d.conn + 1
+		switch {
+		case it.Seq == d.lowFail:
+			d.lowFail = 0
+		case d.lowFail != 0 && it.Seq > d.lowFail:
+			if d.unsure == 0 || d.lowFail < d.unsureFrom {
+				d.unsureFrom = d.lowFail
+			}
+			d.unsure = max(d.unsure, it.Seq)
+		case d.lowFail == 0 && it.Seq > d.unsure:
+			d.unsure, d.unsureFrom = 0, 0
+		}
 	} else {
 		d.failed, d.maxSeq = true, max(d.maxSeq, it.Seq)
+		if d.lowFail == 0 || it.Seq < d.lowFail {
+			d.lowFail = it.Seq
+		}
 	}
 }
 
 // Start publishes one record; Nats-Msg-Id makes a retry of a record the
 // stream already has a duplicate it drops (within the stream's duplicate
-// window). A record that could overtake an earlier one of its device is
-// handed back unsent (natsOrder).
+// window), and a record that may have gone out before is first looked up
+// in the stream (natsseen.go): one it holds is not sent again. A record
+// that could overtake an earlier one of its device is handed back unsent
+// (natsOrder).
 func (t *natsTransport) Start(it *Item) Pending {
-	if t.order != nil && !t.order.send(it, t.nc.Stats().Reconnects) {
+	conn := t.nc.Stats().Reconnects
+	if t.order != nil && !t.order.send(it, conn) {
 		return failed{Result{Outcome: Back, Err: errBehind}}
 	}
-	m := &nats.Msg{Subject: string(t.subject.Render(t.subj[:0], it.Device, it.Node)), Header: t.headers(it), Data: it.Payload}
+	subj := string(t.subject.Render(t.subj[:0], it.Device, it.Node))
+	if it.Deliveries > 1 || it.Maybe {
+		skip, err := t.check(it, subj, conn)
+		if err != nil || skip {
+			if t.order != nil {
+				t.order.done(it, err == nil)
+			}
+			if err != nil {
+				return failed{Result{Outcome: Retry, Err: err}}
+			}
+			return failed{Result{Outcome: OK, Skipped: true}}
+		}
+	}
+	m := &nats.Msg{Subject: subj, Header: t.headers(it), Data: it.Payload}
 	f, err := t.js.PublishMsgAsync(m, jetstream.WithStallWait(t.cfg.Timeout))
 	if err != nil {
 		if t.order != nil {
 			t.order.unsent(it)
 		}
+		t.seen.answered(it, conn, false)
 		return failed{Result{Outcome: Retry, Err: fmt.Errorf("nats publish: %w", err)}}
 	}
-	return natsPending{f: f, it: it, order: t.order}
+	return natsPending{f: f, it: it, order: t.order, seen: t.seen, conn: conn}
+}
+
+// checkStats reports the stream look-ups of records that may have gone out
+// before: reads, records found upstream (not sent again) and records sent
+// again unchecked.
+func (t *natsTransport) checkStats() (checks, skipped, unverified uint64) {
+	return t.seen.checks.Load(), t.seen.skipped.Load(), t.seen.unverified.Load()
 }
 
 // headers builds the message's headers in one map sized for them, the
@@ -255,6 +323,8 @@ type natsPending struct {
 	f     jetstream.PubAckFuture
 	it    *Item
 	order *natsOrder
+	seen  *natsSeen
+	conn  uint64
 }
 
 func (p natsPending) Wait(ctx context.Context, deadline time.Time) Result {
@@ -262,6 +332,7 @@ func (p natsPending) Wait(ctx context.Context, deadline time.Time) Result {
 	if p.order != nil {
 		p.order.done(p.it, r.Outcome != Retry)
 	}
+	p.seen.answered(p.it, p.conn, r.Outcome == OK)
 	return r
 }
 
