@@ -339,7 +339,7 @@ func (r *runner) owner(partition int) (string, int) {
 func (r *runner) deliver(d *queue.Delivery) {
 	now := time.Now()
 	m, ok := r.members[d.Member]
-	if r.dropped(&d.Msg) {
+	if ok && r.dropped(&d.Msg) {
 		// Retention removed it (full_policy drop_oldest) after it was read
 		// and before it was finished (an upstream down, a slow member): it
 		// is gone, counted in the partition's dropped records, and
