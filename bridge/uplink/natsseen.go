@@ -77,6 +77,9 @@ type natsSeen struct {
 	streams []jetstream.Stream
 
 	checks, skipped, unverified atomic.Uint64
+	// denied: the server refused the uplink's user a look-up ($JS.API
+	// permissions) on this connection: records go out unchecked.
+	denied atomic.Bool
 }
 
 const maxSeenStreams = 64
@@ -198,6 +201,9 @@ func (t *natsTransport) readLast(subj string, it *Item, conn uint64) (seenVerdic
 	if !t.nc.IsConnected() {
 		return seenUnknown, 0, fmt.Errorf("%w: %w", errCheck, errNotConnected)
 	}
+	if t.seen.denied.Load() {
+		return t.lastErr(nats.ErrPermissionViolation)
+	}
 	t.seen.checks.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.Timeout)
 	defer cancel()
@@ -224,11 +230,12 @@ func (t *natsTransport) readLast(subj string, it *Item, conn uint64) (seenVerdic
 }
 
 // lastErr sorts a failed read: a JetStream API error the uplink cannot get
-// past (it may not read the stream) leaves it unverified; anything else
-// (timeouts, no responders, a lost connection) is retried.
+// past, or a request the server refused the user (a permissions violation,
+// which reaches the request only as a timeout), leaves it unverified;
+// anything else (timeouts, no responders, a lost connection) is retried.
 func (t *natsTransport) lastErr(err error) (seenVerdict, uint64, error) {
 	var api *jetstream.APIError
-	if (errors.As(err, &api) && api.Code != 503 && api.Code != 408) || errors.Is(err, nats.ErrPermissionViolation) {
+	if (errors.As(err, &api) && api.Code != 503 && api.Code != 408) || errors.Is(err, nats.ErrPermissionViolation) || t.seen.denied.Load() {
 		t.logUnverified.Do(func() {
 			t.logger.Warn("cannot read the stream's last message of a device: records sent again rely on the stream's duplicate_window alone", "err", err)
 		})

@@ -44,8 +44,18 @@ func newNATS(cfg *Config, node string, logger *slog.Logger) (*natsTransport, err
 	if err != nil {
 		return nil, fmt.Errorf("uplink %s: nats.subject: %w", cfg.Name, err)
 	}
+	seen := newNATSSeen()
 	opts := []nats.Option{
 		nats.Name("edgeq-uplink-" + node + "-" + cfg.Name),
+		// A user that may not read the stream (no $JS.API permissions):
+		// records are sent again unchecked rather than never (natsseen.go).
+		// The server's answer is an asynchronous error; a request just
+		// times out.
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), "$JS.API") {
+				seen.denied.Store(true)
+			}
+		}),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(cfg.RetryMin),
 		nats.ReconnectJitter(cfg.RetryMin, cfg.RetryMin),
@@ -60,7 +70,10 @@ func newNATS(cfg *Config, node string, logger *slog.Logger) (*natsTransport, err
 				logger.Warn("uplink disconnected", "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("uplink reconnected", "url", c.ConnectedUrlRedacted()) }),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			seen.denied.Store(false) // permissions may have changed: ask again
+			logger.Info("uplink reconnected", "url", c.ConnectedUrlRedacted())
+		}),
 	}
 	n := cfg.NATS
 	switch {
@@ -87,7 +100,7 @@ func newNATS(cfg *Config, node string, logger *slog.Logger) (*natsTransport, err
 		nc.Close()
 		return nil, fmt.Errorf("uplink %s: jetstream: %w", cfg.Name, err)
 	}
-	tr := &natsTransport{cfg: cfg, node: node, subject: t, nc: nc, js: js, logger: logger, seen: newNATSSeen()}
+	tr := &natsTransport{cfg: cfg, node: node, subject: t, nc: nc, js: js, logger: logger, seen: seen}
 	if cfg.EffectiveDeviceWindow() > 1 {
 		tr.order = &natsOrder{devs: map[devID]*natsDev{}}
 	}
