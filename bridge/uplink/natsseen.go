@@ -205,7 +205,7 @@ func (t *natsTransport) readLast(subj string, it *Item, conn uint64) (seenVerdic
 		return t.lastErr(nats.ErrPermissionViolation)
 	}
 	t.seen.checks.Add(1)
-	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(t.ctx, t.cfg.Timeout)
 	defer cancel()
 	st, err := t.seen.stream(ctx, t.js, subj, conn)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {

@@ -33,6 +33,9 @@ type natsTransport struct {
 	// seen is what the stream holds of each device (natsseen.go).
 	seen          *natsSeen
 	logUnverified sync.Once
+	// ctx bounds the look-ups; interrupt cancels it (the uplink closing).
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // errBehind hands a record back unsent: sending it could put it upstream
@@ -101,6 +104,7 @@ func newNATS(cfg *Config, node string, logger *slog.Logger) (*natsTransport, err
 		return nil, fmt.Errorf("uplink %s: jetstream: %w", cfg.Name, err)
 	}
 	tr := &natsTransport{cfg: cfg, node: node, subject: t, nc: nc, js: js, logger: logger, seen: seen}
+	tr.ctx, tr.cancel = context.WithCancel(context.Background())
 	if cfg.EffectiveDeviceWindow() > 1 {
 		tr.order = &natsOrder{devs: map[devID]*natsDev{}}
 	}
@@ -108,7 +112,13 @@ func newNATS(cfg *Config, node string, logger *slog.Logger) (*natsTransport, err
 }
 func (t *natsTransport) Connected() bool { return t.nc.IsConnected() }
 
-func (t *natsTransport) Close() { t.nc.Close() }
+func (t *natsTransport) Close() {
+	t.cancel()
+	t.nc.Close()
+}
+
+// interrupt ends a look-up under way: the uplink is closing.
+func (t *natsTransport) interrupt() { t.cancel() }
 
 // natsOrder tracks, per device (node and device: sequence numbers are per
 // node), the records sent and not answered and the connection they went

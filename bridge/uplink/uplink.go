@@ -546,6 +546,9 @@ func (u *Uplink) Close() {
 		return
 	}
 	close(u.stop)
+	if i, ok := u.tr.(interface{ interrupt() }); ok {
+		i.interrupt() // a look-up upstream (nats) would hold Run up to the timeout
+	}
 	if u.started.Load() {
 		<-u.done
 	}
