@@ -25,8 +25,9 @@ import (
 // record's subject (STREAM.MSG.GET / direct get, last_by_subj): when its
 // Edgeq-Node and Edgeq-Device are the record's and its Edgeq-Seq is at or
 // above the record's, the stream has the record, since a device's records
-// reach the stream in order (device_window 1, natsOrder above it): the
-// record is acked to the group unsent (counted as skipped).
+// reach the stream in order (device_window 1): the record is acked to the
+// group unsent (counted as skipped). Above device_window 1 a refused
+// record can be overtaken, so nothing is skipped there (unverified).
 //
 // One read per device and connection: what it learnt is kept for the
 // connection and raised by each acknowledged record of the device; a
@@ -172,6 +173,14 @@ var errCheck = errors.New("reading the stream's last message of the device")
 // skip is true when the stream already holds it. err (wrapping errCheck)
 // means the stream could not be asked: retry later.
 func (t *natsTransport) check(it *Item, subj string, conn uint64) (skip bool, err error) {
+	if t.order != nil {
+		// Above device_window 1 the stream may hold a device's record
+		// without the one before it (a reorder), and what this uplink saw
+		// of it dies with a crash or stays on another node's uplink: its
+		// last record proves nothing about the earlier ones.
+		t.seen.unverified.Add(1)
+		return false, nil
+	}
 	k := devKey(it)
 	hw, ok := t.seen.known(k, conn)
 	if !ok {
@@ -186,7 +195,7 @@ func (t *natsTransport) check(it *Item, subj string, conn uint64) (skip bool, er
 		hw = h
 		t.seen.learn(k, conn, hw)
 	}
-	if it.Seq > hw || (t.order != nil && t.order.unsure(it)) {
+	if it.Seq > hw {
 		return false, nil
 	}
 	t.seen.skipped.Add(1)

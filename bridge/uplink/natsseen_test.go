@@ -80,36 +80,3 @@ func TestNATSSeen(t *testing.T) {
 		t.Fatalf("known %d %v on connection 1, want 3", hw, ok)
 	}
 }
-
-// TestNATSOrderUnsure: above device_window 1, a record acknowledged above
-// one that failed marks the records up to it unsure (the stream may hold
-// it without those below), until the device is past it in order.
-func TestNATSOrderUnsure(t *testing.T) {
-	o := &natsOrder{devs: map[devID]*natsDev{}}
-	it := func(seq uint64) *Item { return &Item{Node: "n", Device: "a", Seq: seq} }
-	o.send(it(1), 0)
-	o.done(it(1), true) // the probe
-	for s := uint64(2); s <= 4; s++ {
-		if !o.send(it(s), 0) {
-			t.Fatalf("send %d refused", s)
-		}
-	}
-	o.done(it(2), false) // refused ...
-	o.done(it(3), true)  // ... and its follower stored: a reorder
-	o.done(it(4), true)
-	for s, want := range map[uint64]bool{1: false, 2: true, 3: true, 4: true, 5: false} {
-		if got := o.unsure(it(s)); got != want {
-			t.Errorf("unsure(%d) = %v, want %v", s, got, want)
-		}
-	}
-	// The group restarts the device from 2.
-	for s := uint64(2); s <= 5; s++ {
-		if !o.send(it(s), 0) {
-			t.Fatalf("restart: send %d refused", s)
-		}
-		o.done(it(s), true)
-	}
-	if o.unsure(it(3)) || o.unsure(it(4)) {
-		t.Error("still unsure once the device is past the reorder in order")
-	}
-}

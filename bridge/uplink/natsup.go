@@ -146,9 +146,8 @@ func (t *natsTransport) interrupt() { t.cancel() }
 // Bound: maxOrderDevices devices; beyond that idle ones are forgotten (they
 // probe again).
 type natsOrder struct {
-	mu     sync.Mutex
-	devs   map[devID]*natsDev
-	noSkip bool // a device's unsure mark was forgotten (bound)
+	mu   sync.Mutex
+	devs map[devID]*natsDev
 }
 
 // devID names a device: sequence numbers are per node.
@@ -171,12 +170,6 @@ type natsDev struct {
 	// next round settles it).
 	failed bool
 	maxSeq uint64
-	// lowFail: the lowest record of the device that failed and was not
-	// acknowledged since; unsure: the highest record acknowledged above it.
-	// The stream may hold unsure without the records below it down to
-	// unsureFrom (a reorder), so those are never taken as held upstream
-	// (natsseen.go).
-	lowFail, unsure, unsureFrom uint64
 }
 
 func devKey(it *Item) devID { return devID{it.Node, it.Device} }
@@ -206,33 +199,13 @@ func (o *natsOrder) send(it *Item, conn uint64) bool {
 	return true
 }
 
-// forgetIdle drops the devices with nothing in flight and nothing to
-// restart; when none is idle but unsure ones, those too, and from then on
-// no record is taken as held upstream (noSkip).
+// forgetIdle drops the devices with nothing in flight and nothing to restart.
 func (o *natsOrder) forgetIdle() {
-	for k, d := range o.devs {
-		if d.flying == 0 && !d.failed && d.lowFail == 0 && d.unsure == 0 {
-			delete(o.devs, k)
-		}
-	}
-	if len(o.devs) < maxOrderDevices {
-		return
-	}
 	for k, d := range o.devs {
 		if d.flying == 0 && !d.failed {
 			delete(o.devs, k)
-			o.noSkip = true
 		}
 	}
-}
-
-// unsure reports whether the stream may hold a record of its device above
-// it without it (a reorder seen after a failure).
-func (o *natsOrder) unsure(it *Item) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	d := o.devs[devKey(it)]
-	return o.noSkip || d != nil && it.Seq >= d.unsureFrom && it.Seq <= d.unsure
 }
 
 // unsent takes back a record send let through that did not go out.
@@ -249,22 +222,8 @@ func (o *natsOrder) done(it *Item, ok bool) {
 	d.flying--
 	if ok {
 		d.okConn = d.conn + 1
-		switch {
-		case it.Seq == d.lowFail:
-			d.lowFail = 0
-		case d.lowFail != 0 && it.Seq > d.lowFail:
-			if d.unsure == 0 || d.lowFail < d.unsureFrom {
-				d.unsureFrom = d.lowFail
-			}
-			d.unsure = max(d.unsure, it.Seq)
-		case d.lowFail == 0 && it.Seq > d.unsure:
-			d.unsure, d.unsureFrom = 0, 0
-		}
 	} else {
 		d.failed, d.maxSeq = true, max(d.maxSeq, it.Seq)
-		if d.lowFail == 0 || it.Seq < d.lowFail {
-			d.lowFail = it.Seq
-		}
 	}
 }
 
