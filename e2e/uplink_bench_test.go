@@ -56,7 +56,7 @@ func benchEnvInt(b *testing.B, name string, def int) int {
 // PublishAsync with 1024 acks pending (same Nats-Msg-Id scheme). Rates are
 // the stream's first-to-last message time.
 func BenchmarkUplinkDrain(b *testing.B) {
-	for _, devices := range []int{100, 1000} {
+	for _, devices := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("devices-%d", devices), func(b *testing.B) { benchUplinkDrain(b, devices) })
 	}
 }

@@ -2,20 +2,21 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestUplinkNATSKillMidDrain: a backlog of 20,000 records over 100 devices
-// drains to JetStream with the nats uplink's default device_window (16 of a
-// device in flight at once) while the upstream is killed (-9) mid-drain
+// drains to JetStream with device_window: 16 (16 of a device in flight at
+// once; the default is 1) while the upstream is killed (-9) mid-drain
 // and restarted: the records in flight on the lost connection fail, those
 // behind them are handed back unsent, and the group resends each device
 // from its oldest unfinished record. Every record is in the stream, each
 // device's records first appear in publish order, no duplicates.
 func TestUplinkNATSKillMidDrain(t *testing.T) {
 	js := newJSServer(t)
-	n := newNode(t, uplinkYAML(js.url()))
+	n := newNode(t, strings.Replace(uplinkYAML(js.url()), "    window: 256\n", "    window: 256\n    device_window: 16\n", 1))
 	n.start()
 	pub := newPublisher(t, n.url(), 500)
 	const devices, rounds = 100, 200

@@ -43,14 +43,19 @@ type Status struct {
 
 // LogStatus summarizes the log.
 type LogStatus struct {
-	Bytes      int64             `json:"bytes"`
-	MaxBytes   int64             `json:"max_bytes"`
-	Full       bool              `json:"full"`
-	Devices    int               `json:"devices"`
-	MaxDevices int               `json:"max_devices"`
-	DiskLow    bool              `json:"disk_low"`
-	DiskFault  string            `json:"disk_fault,omitempty"`
-	Rejected   map[string]uint64 `json:"rejected"`
+	Bytes    int64 `json:"bytes"`
+	MaxBytes int64 `json:"max_bytes"`
+	Full     bool  `json:"full"`
+	// FullPolicy is wal.full_policy: reject or drop_oldest.
+	FullPolicy string `json:"full_policy"`
+	// RetentionDropped sums the records of every partition dropped before
+	// every consumer (an uplink, a group) had them (drop_oldest).
+	RetentionDropped uint64            `json:"retention_dropped"`
+	Devices          int               `json:"devices"`
+	MaxDevices       int               `json:"max_devices"`
+	DiskLow          bool              `json:"disk_low"`
+	DiskFault        string            `json:"disk_fault,omitempty"`
+	Rejected         map[string]uint64 `json:"rejected"`
 }
 
 // PartitionStatus is one partition of the log.
@@ -212,12 +217,13 @@ func statusOf(s *metrics.Snapshot) Status {
 	ls := s.Log
 	st := Status{
 		Node: s.Node, Version: s.Version, Time: s.Time, UptimeSeconds: int64(s.Time.Sub(s.StartTime).Seconds()), Ready: s.Ready,
-		Log: LogStatus{Bytes: ls.Bytes, MaxBytes: ls.MaxBytes, Full: ls.Full, Devices: ls.Devices,
+		Log: LogStatus{Bytes: ls.Bytes, MaxBytes: ls.MaxBytes, Full: ls.Full, FullPolicy: string(ls.FullPolicy), Devices: ls.Devices,
 			MaxDevices: ls.MaxDevices, Rejected: ls.Rejected, DiskLow: ls.DiskLow, DiskFault: ls.DiskFault},
 		Sources: map[string]Source{},
 		Device:  metrics.Health(s.Device),
 	}
 	for _, p := range ls.Partitions {
+		st.Log.RetentionDropped += p.Dropped
 		st.Partitions = append(st.Partitions, PartitionStatus{Partition: p.Partition, Hot: p.Hot, First: p.First,
 			Last: p.Last, Durable: p.Durable, Bytes: p.Bytes, Appends: p.Appends, Fsyncs: p.Fsyncs,
 			Corrupt: p.Corrupt, Dropped: p.Dropped, FsyncP99ms: ms(p.FsyncLatency.Quantile(0.99))})

@@ -32,6 +32,8 @@ type Stats struct {
 	Bytes      int64
 	MaxBytes   int64
 	Full       bool
+	// FullPolicy is what happens when the budget or the watermark is hit.
+	FullPolicy FullPolicy
 	// Free space of the data file system, its watermark, whether it is below
 	// it, and why the disk refuses writes (empty when it takes them).
 	DiskFree, DiskTotal, MinFree int64
@@ -46,7 +48,7 @@ type Stats struct {
 
 // Stats returns counters and positions of every partition.
 func (l *Log) Stats() Stats {
-	s := Stats{MaxDevices: l.opts.MaxDevices, MaxBytes: l.opts.MaxBytes, Full: l.full.Load(),
+	s := Stats{MaxDevices: l.opts.MaxDevices, MaxBytes: l.opts.MaxBytes, Full: l.full.Load(), FullPolicy: l.opts.FullPolicy,
 		DiskFree: l.disk.free.Load(), DiskTotal: l.disk.total.Load(), MinFree: l.disk.want.Load(), DiskLow: l.disk.low.Load()}
 	if f := l.disk.fault.Load(); f != nil {
 		s.DiskFault = *f

@@ -113,8 +113,10 @@ const (
 	DefaultRetryMax = 30 * time.Second
 	DefaultBatch    = 100
 	MaxWindow       = 1 << 16
-	// DefaultNATSDeviceWindow is a nats uplink's default device_window.
-	DefaultNATSDeviceWindow = 16
+	// DefaultNATSDeviceWindow is a nats uplink's default device_window:
+	// one record of a device in flight, so that a record the stream
+	// refuses can never be overtaken by the next (above 1 it can).
+	DefaultNATSDeviceWindow = 1
 	// MaxDeviceWindow caps device_window.
 	MaxDeviceWindow = 1024
 )

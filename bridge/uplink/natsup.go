@@ -30,6 +30,12 @@ type natsTransport struct {
 	// order keeps a device's records in order upstream when the group gives
 	// the uplink several of one device at once (device_window > 1).
 	order *natsOrder
+	// seen is what the stream holds of each device (natsseen.go).
+	seen          *natsSeen
+	logUnverified sync.Once
+	// ctx bounds the look-ups; interrupt cancels it (the uplink closing).
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // errBehind hands a record back unsent: sending it could put it upstream
@@ -41,8 +47,18 @@ func newNATS(cfg *Config, node string, logger *slog.Logger) (*natsTransport, err
 	if err != nil {
 		return nil, fmt.Errorf("uplink %s: nats.subject: %w", cfg.Name, err)
 	}
+	seen := newNATSSeen()
 	opts := []nats.Option{
 		nats.Name("edgeq-uplink-" + node + "-" + cfg.Name),
+		// A user that may not read the stream (no $JS.API permissions):
+		// records are sent again unchecked rather than never (natsseen.go).
+		// The server's answer is an asynchronous error; a request just
+		// times out.
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), "$JS.API") {
+				seen.denied.Store(true)
+			}
+		}),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(cfg.RetryMin),
 		nats.ReconnectJitter(cfg.RetryMin, cfg.RetryMin),
@@ -57,7 +73,10 @@ func newNATS(cfg *Config, node string, logger *slog.Logger) (*natsTransport, err
 				logger.Warn("uplink disconnected", "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("uplink reconnected", "url", c.ConnectedUrlRedacted()) }),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			seen.denied.Store(false) // permissions may have changed: ask again
+			logger.Info("uplink reconnected", "url", c.ConnectedUrlRedacted())
+		}),
 	}
 	n := cfg.NATS
 	switch {
@@ -84,7 +103,8 @@ func newNATS(cfg *Config, node string, logger *slog.Logger) (*natsTransport, err
 		nc.Close()
 		return nil, fmt.Errorf("uplink %s: jetstream: %w", cfg.Name, err)
 	}
-	tr := &natsTransport{cfg: cfg, node: node, subject: t, nc: nc, js: js, logger: logger}
+	tr := &natsTransport{cfg: cfg, node: node, subject: t, nc: nc, js: js, logger: logger, seen: seen}
+	tr.ctx, tr.cancel = context.WithCancel(context.Background())
 	if cfg.EffectiveDeviceWindow() > 1 {
 		tr.order = &natsOrder{devs: map[devID]*natsDev{}}
 	}
@@ -92,7 +112,13 @@ func newNATS(cfg *Config, node string, logger *slog.Logger) (*natsTransport, err
 }
 func (t *natsTransport) Connected() bool { return t.nc.IsConnected() }
 
-func (t *natsTransport) Close() { t.nc.Close() }
+func (t *natsTransport) Close() {
+	t.cancel()
+	t.nc.Close()
+}
+
+// interrupt ends a look-up under way: the uplink is closing.
+func (t *natsTransport) interrupt() { t.cancel() }
 
 // natsOrder tracks, per device (node and device: sequence numbers are per
 // node), the records sent and not answered and the connection they went
@@ -203,21 +229,45 @@ func (o *natsOrder) done(it *Item, ok bool) {
 
 // Start publishes one record; Nats-Msg-Id makes a retry of a record the
 // stream already has a duplicate it drops (within the stream's duplicate
-// window). A record that could overtake an earlier one of its device is
-// handed back unsent (natsOrder).
+// window), and a record that may have gone out before is first looked up
+// in the stream (natsseen.go): one it holds is not sent again. A record
+// that could overtake an earlier one of its device is handed back unsent
+// (natsOrder).
 func (t *natsTransport) Start(it *Item) Pending {
-	if t.order != nil && !t.order.send(it, t.nc.Stats().Reconnects) {
+	conn := t.nc.Stats().Reconnects
+	if t.order != nil && !t.order.send(it, conn) {
 		return failed{Result{Outcome: Back, Err: errBehind}}
 	}
-	m := &nats.Msg{Subject: string(t.subject.Render(t.subj[:0], it.Device, it.Node)), Header: t.headers(it), Data: it.Payload}
+	subj := string(t.subject.Render(t.subj[:0], it.Device, it.Node))
+	if it.Deliveries > 1 || it.Maybe {
+		skip, err := t.check(it, subj, conn)
+		if err != nil || skip {
+			if t.order != nil {
+				t.order.done(it, err == nil)
+			}
+			if err != nil {
+				return failed{Result{Outcome: Retry, Err: err}}
+			}
+			return failed{Result{Outcome: OK, Skipped: true}}
+		}
+	}
+	m := &nats.Msg{Subject: subj, Header: t.headers(it), Data: it.Payload}
 	f, err := t.js.PublishMsgAsync(m, jetstream.WithStallWait(t.cfg.Timeout))
 	if err != nil {
 		if t.order != nil {
 			t.order.unsent(it)
 		}
+		t.seen.answered(it, conn, false)
 		return failed{Result{Outcome: Retry, Err: fmt.Errorf("nats publish: %w", err)}}
 	}
-	return natsPending{f: f, it: it, order: t.order}
+	return natsPending{f: f, it: it, order: t.order, seen: t.seen, conn: conn}
+}
+
+// checkStats reports the stream look-ups of records that may have gone out
+// before: reads, records found upstream (not sent again) and records sent
+// again unchecked.
+func (t *natsTransport) checkStats() (checks, skipped, unverified uint64) {
+	return t.seen.checks.Load(), t.seen.skipped.Load(), t.seen.unverified.Load()
 }
 
 // headers builds the message's headers in one map sized for them, the
@@ -255,6 +305,8 @@ type natsPending struct {
 	f     jetstream.PubAckFuture
 	it    *Item
 	order *natsOrder
+	seen  *natsSeen
+	conn  uint64
 }
 
 func (p natsPending) Wait(ctx context.Context, deadline time.Time) Result {
@@ -262,6 +314,7 @@ func (p natsPending) Wait(ctx context.Context, deadline time.Time) Result {
 	if p.order != nil {
 		p.order.done(p.it, r.Outcome != Retry)
 	}
+	p.seen.answered(p.it, p.conn, r.Outcome == OK)
 	return r
 }
 

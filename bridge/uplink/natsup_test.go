@@ -154,7 +154,7 @@ func TestDeviceWindowConfig(t *testing.T) {
 		want   int    // effective
 		err    string // "" = valid
 	}{
-		{TypeNATS, 0, DefaultNATSDeviceWindow, ""},
+		{TypeNATS, 0, 1, ""}, // the default never lets a record overtake a refused one
 		{TypeNATS, 1, 1, ""},
 		{TypeNATS, 64, 64, ""},
 		{TypeNATS, MaxDeviceWindow + 1, 0, "device_window"},

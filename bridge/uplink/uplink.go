@@ -71,6 +71,8 @@ type Result struct {
 	// RetryAfter is how long the upstream asked the uplink to wait before
 	// it sends again (an HTTP Retry-After on a 429 or 503); 0: not asked.
 	RetryAfter time.Duration
+	// Skipped (with OK): not sent, the upstream already held it.
+	Skipped bool
 }
 
 // Transport is an upstream connection. It also implements BatchSender or
@@ -464,9 +466,11 @@ func (u *Uplink) finish(it *Item, r Result, el time.Duration) {
 	a := groups.Ack{Handle: it.handle}
 	switch r.Outcome {
 	case OK:
-		u.stats.acked.Add(1)
-		u.stats.bytes.Add(uint64(len(it.Payload)))
-		u.latency.Observe(el)
+		if !r.Skipped {
+			u.stats.acked.Add(1)
+			u.stats.bytes.Add(uint64(len(it.Payload)))
+			u.latency.Observe(el)
+		}
 		a.Kind = groups.AckDone
 		u.mu.Lock()
 		delete(u.failed, key)
@@ -542,6 +546,9 @@ func (u *Uplink) Close() {
 		return
 	}
 	close(u.stop)
+	if i, ok := u.tr.(interface{ interrupt() }); ok {
+		i.interrupt() // a look-up upstream (nats) would hold Run up to the timeout
+	}
 	if u.started.Load() {
 		<-u.done
 	}
@@ -581,9 +588,18 @@ type Stats struct {
 	Refused             uint64  `json:"refused"`
 	// RetryAfter counts failures after which the uplink waited as the
 	// upstream asked (an HTTP Retry-After, capped at retry_after_max).
-	RetryAfter uint64        `json:"retry_after"`
-	LastError  string        `json:"last_error,omitempty"`
-	Latency    hist.Snapshot `json:"-"`
+	RetryAfter uint64 `json:"retry_after"`
+	// Records that may have gone out before (sent again after a failure,
+	// a crash or a failover) are looked up upstream first (nats):
+	// UpstreamChecks counts the reads, AlreadyUpstream the records found
+	// there and not sent again, Unverified those sent again that the
+	// upstream could not tell about (its duplicate window is their only
+	// dedup).
+	UpstreamChecks  uint64        `json:"upstream_checks"`
+	AlreadyUpstream uint64        `json:"already_upstream"`
+	Unverified      uint64        `json:"unverified"`
+	LastError       string        `json:"last_error,omitempty"`
+	Latency         hist.Snapshot `json:"-"`
 }
 
 // Stats returns a snapshot.
@@ -593,6 +609,11 @@ func (u *Uplink) Stats() Stats {
 		Delivered: u.stats.delivered.Load(), Sent: u.stats.sent.Load(), Acked: u.stats.acked.Load(),
 		AckedBytes: u.stats.bytes.Load(), Failed: u.stats.failed.Load(), Retried: u.stats.retried.Load(),
 		DeadLetters: u.stats.dead.Load(), Refused: u.stats.refused.Load(), RetryAfter: u.stats.retryAfter.Load(), Latency: u.latency.Snapshot()}
+	if c, ok := u.tr.(interface {
+		checkStats() (uint64, uint64, uint64)
+	}); ok {
+		s.UpstreamChecks, s.AlreadyUpstream, s.Unverified = c.checkStats()
+	}
 	u.mu.Lock()
 	s.State, s.LastError = u.state, u.lastErr
 	oldest := int64(0)

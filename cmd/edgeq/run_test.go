@@ -68,7 +68,7 @@ uplinks:
 		return out.String()
 	}
 	out := print(path)
-	for _, want := range []string{"device_share_msgs: 128\n", "device_share_bytes: 512KiB\n", "device_window: 16\n", "device_window: 1\n",
+	for _, want := range []string{"device_share_msgs: 128\n", "device_share_bytes: 512KiB\n", "device_window: 1\n",
 		"subject: telemetry.>\n", "deliver: all\n", "ordering: per_device\n", "strategy: random\n", "ack_wait: 30s\n", "max_in_flight: 256\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--print-config lacks %q:\n%s", want, out)

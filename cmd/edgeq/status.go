@@ -200,8 +200,17 @@ func printStatus(w io.Writer, st, prev *gateway.Status) {
 		fmt.Fprintln(w)
 	}
 	full := ""
+	if st.Log.FullPolicy != "" {
+		full = ", full_policy " + st.Log.FullPolicy
+	}
+	if st.Log.RetentionDropped > 0 {
+		full += fmt.Sprintf(", %d unconsumed records dropped", st.Log.RetentionDropped)
+	}
 	if st.Log.Full {
-		full = "  FULL (rejecting)"
+		full += "  FULL (rejecting)"
+	}
+	if st.Log.DiskLow {
+		full += "  DISK LOW (below the free-space watermark)"
 	}
 	fmt.Fprintf(w, "log %s of %s, %d devices%s\n", human(st.Log.Bytes), human(st.Log.MaxBytes), st.Log.Devices, full)
 	var prevDev *metrics.DeviceHealth

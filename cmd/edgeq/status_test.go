@@ -148,3 +148,27 @@ func TestPrintStatusUplinks(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintStatusFullLog: the log line shows full_policy, the records
+// retention dropped before every consumer had them, a full log and a low
+// disk.
+func TestPrintStatusFullLog(t *testing.T) {
+	tests := []struct {
+		log  gateway.LogStatus
+		want string
+	}{
+		{gateway.LogStatus{Bytes: 1 << 20, MaxBytes: 1 << 20, FullPolicy: "reject", Full: true},
+			`^log 1\.0MiB of 1\.0MiB, 0 devices, full_policy reject  FULL \(rejecting\)$`},
+		{gateway.LogStatus{Bytes: 1 << 20, MaxBytes: 1 << 20, FullPolicy: "drop_oldest", RetentionDropped: 2977, DiskLow: true},
+			`^log 1\.0MiB of 1\.0MiB, 0 devices, full_policy drop_oldest, 2977 unconsumed records dropped  DISK LOW`},
+	}
+	for _, tt := range tests {
+		st := statusAt(1)
+		st.Log = tt.log
+		var b bytes.Buffer
+		printStatus(&b, st, nil)
+		if !regexp.MustCompile(`(?m)` + tt.want).MatchString(b.String()) {
+			t.Errorf("status lacks %s:\n%s", tt.want, b.String())
+		}
+	}
+}

@@ -339,6 +339,14 @@ func (r *runner) owner(partition int) (string, int) {
 func (r *runner) deliver(d *queue.Delivery) {
 	now := time.Now()
 	m, ok := r.members[d.Member]
+	if ok && r.dropped(&d.Msg) {
+		// Retention removed it (full_policy drop_oldest) after it was read
+		// and before it was finished (an upstream down, a slow member): it
+		// is gone, counted in the partition's dropped records, and
+		// delivering it again can never succeed: it is finished.
+		_ = r.core.Ack(d.Member, d.Msg.Ref(), d.Deliveries, now)
+		return
+	}
 	rec, raw := r.record(&d.Msg)
 	if !ok || rec == nil {
 		// A member that left between the decision and now, or a record that
@@ -401,6 +409,15 @@ func (r *runner) recordDrained() {
 	}
 	r.log.Offsets().SetDrained(r.consumer, true)
 	r.dirty = true
+}
+
+// dropped reports whether m is to be read again from the local log and
+// retention has removed it.
+func (r *runner) dropped(m *queue.Msg) bool {
+	if m.Body != nil || m.Data != nil || m.Partition >= partitionStride {
+		return false
+	}
+	return m.Offset < r.log.First(m.Partition)
 }
 
 // record returns the decoded record of m and its encoding: the one decoded

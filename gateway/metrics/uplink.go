@@ -39,6 +39,12 @@ func renderUplinks(e *enc, s *Snapshot) {
 			func(u *us) uint64 { return u.Retried }},
 		{"edgeq_uplink_dead_letters_total", counter,
 			func(u *us) uint64 { return u.DeadLetters }},
+		{"edgeq_uplink_upstream_checks_total", counter,
+			func(u *us) uint64 { return u.UpstreamChecks }},
+		{"edgeq_uplink_already_upstream_total", counter,
+			func(u *us) uint64 { return u.AlreadyUpstream }},
+		{"edgeq_uplink_unverified_total", counter,
+			func(u *us) uint64 { return u.Unverified }},
 	}
 	for _, f := range per {
 		e.family(f.name, f.typ)
