@@ -7,8 +7,9 @@
 # the wall time on two cores. The package's test binary is built once (with
 # -race, as make unit builds the others). Every test runs in exactly one
 # process: the first takes the tests named in SERIAL below (the FUSE
-# power-cut mount's tests, which must not run side by side, and the paced
-# hot-device scenarios), the second every other test (-test.skip of the same
+# power-cut mount's tests, which must not run side by side, the paced
+# hot-device scenarios and the two one-minute uplink outages, for balance),
+# the second every other test (-test.skip of the same
 # pattern), so a new test lands in the second. Each process hands out
 # loopback ports from its own slice of the range (EDGEQ_E2E_PORTS=K/N) and
 # names its network namespaces after its pid.
@@ -16,7 +17,7 @@
 # Extra arguments go to both processes (e.g. -test.v).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SERIAL='^(TestPowerCut|TestPowerCutDurabilityNone|TestDiskFaults|TestDiskWatermark|TestHotDeviceIsolationThroughCoolDown|TestHotDeviceWindowShareWithoutIsolation)$'
+SERIAL='^(TestPowerCut|TestPowerCutDurabilityNone|TestDiskFaults|TestDiskWatermark|TestHotDeviceIsolationThroughCoolDown|TestHotDeviceWindowShareWithoutIsolation|TestUplinkOutageFillsLog|TestUplinkNATSExactlyOnceLongOutage)$'
 GO=${GO:-go}
 tmp=$(mktemp -d /tmp/edgeq-e2e.XXXXXX)
 pids=()
