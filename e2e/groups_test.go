@@ -3,8 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -32,20 +30,8 @@ type groupEntry struct {
 // the body.
 func groupsAPI(t testing.TB, n *node, method, path, token string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, n.httpURL()+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := n.httpClient().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, body
+	code, body := nsqHTTP(t, n, method, path, token, nil)
+	return code, []byte(body)
 }
 
 func listGroups(t testing.TB, n *node, token string) map[string]groupEntry {

@@ -19,8 +19,8 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// nsqHTTP posts to nsqd's HTTP API on the node; it returns the status and
-// the body.
+// nsqHTTP sends a request to the node's HTTP port (nsqd's API, the groups
+// API) with the token, if any; it returns the status and the body.
 func nsqHTTP(t testing.TB, n *node, method, path, token string, body []byte) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, n.httpURL()+path, bytes.NewReader(body))
