@@ -86,6 +86,7 @@ type moment struct {
 
 var (
 	segmentRE = regexp.MustCompile(`^data/wal/p(\d{3})/\d{20}$`)
+	journalRE = regexp.MustCompile(`^data/wal/journal/\d{20}$`)
 	walDirRE  = regexp.MustCompile(`^data/wal/p\d{3}/`)
 )
 
@@ -106,7 +107,10 @@ func powerCutMoments(partitions int) []moment {
 		}},
 		{"group commit: right after the fsync", 100, func(e powerfs.Event) bool {
 			_, ok := segmentOf(e.Path)
-			return e.Op == powerfs.OpFsync && ok
+			return e.Op == powerfs.OpFsync && (ok || journalRE.MatchString(e.Path))
+		}},
+		{"commit journal: a round written, not yet fsynced", 100, func(e powerfs.Event) bool {
+			return e.Op == powerfs.OpWrite && journalRE.MatchString(e.Path)
 		}},
 		{"segment roll: new segment created", 3, func(e powerfs.Event) bool {
 			_, ok := segmentOf(e.Path)
@@ -117,7 +121,7 @@ func powerCutMoments(partitions int) []moment {
 				e.Op == powerfs.OpUnlink || e.Op == powerfs.OpRename)
 		}},
 		{"offset commit", 8, func(e powerfs.Event) bool {
-			return strings.HasPrefix(e.Path, "data/wal/offsets.json") || e.To == "data/wal/offsets.json"
+			return strings.HasPrefix(e.Path, "data/wal/offsets.") || strings.HasPrefix(e.To, "data/wal/offsets.")
 		}},
 		{"device-table checkpoint", 6, func(e powerfs.Event) bool {
 			return strings.HasPrefix(e.Path, "data/wal/devices.ckpt") || e.To == "data/wal/devices.ckpt"
@@ -280,11 +284,9 @@ func (pc *powerCut) checkDurable(epoch int) {
 	}
 	last := map[int]uint64{}
 	for _, p := range rep.Partitions {
-		l := p.Last
-		if p.BadTail > 0 && l >= p.BadTail {
-			l -= p.BadTail
-		}
-		last[p.Partition] = l
+		// What the next open has: the valid records, and what the commit
+		// journal restores of those the file lost.
+		last[p.Partition] = p.OpenLast
 	}
 	pc.mu.Lock()
 	for payload, a := range pc.acks {
@@ -296,23 +298,13 @@ func (pc *powerCut) checkDurable(epoch int) {
 		}
 	}
 	pc.mu.Unlock()
-	data, err := os.ReadFile(filepath.Join(dir, "offsets.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		return
-	} else if err != nil {
-		t.Errorf("round %d: %v", epoch, err)
+	consumers, err := wal.ReadOffsets(dir)
+	if err != nil {
+		t.Errorf("round %d: offsets after the cut: %v", epoch, err)
 		return
 	}
-	var doc struct {
-		Consumers map[string]map[string]uint64 `json:"consumers"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Errorf("round %d: offsets.json after the cut does not parse: %v", epoch, err)
-		return
-	}
-	for c, parts := range doc.Consumers {
-		for ps, off := range parts {
-			p, _ := strconv.Atoi(ps)
+	for c, parts := range consumers {
+		for p, off := range parts {
 			if off > last[p] {
 				pc.offsetsAhead++
 				report := t.Errorf

@@ -206,7 +206,7 @@ func (r *runner) run(peers []string) {
 		case <-timer.C:
 			_ = r.core.Tick(time.Now())
 		case <-flush.C:
-			r.flushOffsets()
+			r.flushOffsetsLazy()
 			r.commitRemote(ctx)
 		case <-stats.C:
 			r.snapshotStats(true)
@@ -469,6 +469,20 @@ func (r *runner) fetch(ctx context.Context, f queue.Fetch) {
 		go fe.run(ctx)
 	}
 	fe.requests <- f
+}
+
+// flushOffsetsLazy writes the commits without waiting for their fsync (the
+// offset store syncs them within lazy_sync): nobody waits on a periodic
+// flush, and a lost commit only means a redelivery.
+func (r *runner) flushOffsetsLazy() {
+	if !r.dirty {
+		return
+	}
+	if err := r.log.Offsets().FlushLazy(); err != nil {
+		r.logger.Error("flush offsets", "err", err)
+		return
+	}
+	r.dirty = false
 }
 
 func (r *runner) flushOffsets() {
