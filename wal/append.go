@@ -21,6 +21,7 @@ type appendReq struct {
 	time    int64
 	moveRef Ref
 	lazy    bool // nobody waits for durability: completed once written
+	barrier bool // Sync's marker: no record; completed once what precedes it is durable
 	pos     Position
 	err     error
 	done    chan struct{}         // Append: signalled once

@@ -25,7 +25,9 @@ import (
 //   - always: as soon as anything is written; rounds run back to back, and
 //     every acknowledged record was fsynced before its ack.
 //   - interval: on demand, as the pacer decides (pacer.go): at once or after
-//     at most fsync_interval when something waits for durability, after
+//     at most fsync_interval when something waits for durability (a
+//     waiting append, Sync, or a reader waiting in WaitReadable on a
+//     partition with unsynced records), after
 //     lazy_sync when only data nobody waits for is unsynced, back to back
 //     under load.
 //   - none: never; writers complete a batch once it is written to the OS.
@@ -45,7 +47,6 @@ type committer struct {
 	roundStart atomic.Int64 // ns since base when the last round started
 	arrived    atomic.Int64 // bytes written since the last round started, all partitions
 	waiting    atomic.Int64 // unsynced appends someone waits for, all partitions
-	demand     atomic.Int64 // Sync calls waiting for a round
 	pacer      *pacer       // the committer goroutine's alone
 
 	// The commit journal (journal.go): nil under durability none. While it
@@ -129,9 +130,14 @@ func (c *committer) wrote(p *partition, n, waiters int, first bool) {
 
 // state is what is unsynced now, for the pacer.
 func (c *committer) state() unsynced {
-	u := unsynced{waiting: c.waiting.Load() > 0 || c.demand.Load() > 0, arrived: c.arrived.Load()}
+	u := unsynced{waiting: c.waiting.Load() > 0, arrived: c.arrived.Load()}
 	for _, p := range c.parts {
 		if p.dirty.Load() {
+			if p.readers.Load() > 0 {
+				// A consumer waits for what this partition has not yet made
+				// durable: that is demand, as a pub-ack is.
+				u.waiting = true
+			}
 			since := time.Duration(p.dirtySince.Load())
 			if !u.dirty || since < u.oldest {
 				u.oldest = since
@@ -361,9 +367,28 @@ drain:
 			break drain
 		}
 	}
+	// Sync's barriers carry no record: each waits for the round that makes
+	// what was written before it durable (at once when nothing is unsynced).
+	recs := batch[:0]
+	p.barriers = p.barriers[:0]
+	for _, r := range batch {
+		if r.barrier {
+			p.barriers = append(p.barriers, r)
+		} else {
+			recs = append(recs, r)
+		}
+	}
 	first := p.unsyncedN == 0
 	before, waiters := p.unsyncedBytes, len(p.pending)
-	p.write(batch)
+	if len(recs) > 0 {
+		p.write(recs)
+	}
+	if p.unsyncedN == 0 {
+		completeAll(p.barriers, nil)
+	} else {
+		p.pending = append(p.pending, p.barriers...)
+	}
+	clear(p.barriers)
 	clear(batch)
 	p.collectBuf = batch[:0]
 	switch {

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -365,5 +366,115 @@ func TestCommitLazySync(t *testing.T) {
 	}
 	if c := l.Stats().Commit; c.Rounds != 1 || c.Fsyncs != 1 {
 		t.Fatalf("lazy sync: %+v, want one round, one fsync", c)
+	}
+}
+
+// A reader waiting for records nobody waits for is a waiter: its wait starts
+// a commit round (lazy_sync is an hour here), whether it started waiting
+// before or after the record was written; readers still see only durable
+// records.
+func TestWaitReadableStartsRound(t *testing.T) {
+	o := testOptions()
+	o.Durability = DurabilityInterval
+	o.FsyncInterval = 5 * time.Millisecond
+	o.LazySync = time.Hour
+	l := openTest(t, t.TempDir(), o)
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	appendNoWait := func(payload string) Position {
+		done := make(chan Position, 1)
+		l.AppendAsync(&Record{Device: "dev-a", Payload: []byte(payload), NoWait: true}, func(pos Position, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			done <- pos
+		})
+		return <-done
+	}
+	// Written first, then a reader arrives.
+	pos := appendNoWait("first")
+	if l.Durable(pos.Partition) >= pos.Offset {
+		t.Fatalf("a no-wait record durable before anyone waited: %+v", l.Stats().Commit)
+	}
+	if !l.WaitReadable(ctx, pos.Partition, pos.Offset) {
+		t.Fatalf("reader not served within a minute: %+v", l.Stats().Commit)
+	}
+	if b, err := l.Read(pos.Partition, pos.Offset, 10, 1<<20); err != nil || len(b.Entries) != 1 || string(b.Entries[0].Record.Payload) != "first" {
+		t.Fatalf("read after the reader's round: %+v, %v", b, err)
+	}
+	// A reader waits first, then the record is written.
+	served := make(chan bool, 1)
+	go func() { served <- l.WaitReadable(ctx, pos.Partition, pos.Offset+1) }()
+	pt := l.parts[pos.Partition]
+	for pt.readers.Load() == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("reader never registered")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	next := appendNoWait("second")
+	if !<-served || l.Durable(pos.Partition) < next.Offset {
+		t.Fatalf("waiting reader not served: durable %d, want %d", l.Durable(pos.Partition), next.Offset)
+	}
+	if c := l.Stats().Commit; c.Rounds != 2 {
+		t.Fatalf("rounds %d, want one per reader's wait", c.Rounds)
+	}
+	// A reader that gives up leaves no demand behind.
+	short, stop := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer stop()
+	if l.WaitReadable(short, pos.Partition, next.Offset+1) {
+		t.Fatal("reader served with nothing written")
+	}
+	if n := pt.readers.Load(); n != 0 {
+		t.Fatalf("%d readers still counted after the wait ended", n)
+	}
+}
+
+// Sync covers records appended before it, still queued or nobody waits
+// for (lazy_sync is an hour here).
+func TestSyncCoversNoWait(t *testing.T) {
+	o := testOptions()
+	o.Durability = DurabilityInterval
+	o.LazySync = time.Hour
+	l := openTest(t, t.TempDir(), o)
+	defer l.Close()
+	var wg sync.WaitGroup
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		l.AppendAsync(&Record{Device: fmt.Sprintf("dev-%02d", i%20), Payload: payloadFor("d", i), NoWait: true}, func(_ Position, err error) {
+			defer wg.Done()
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var durable uint64
+	for p := 0; p < l.NumPartitions(); p++ {
+		durable += l.Durable(p)
+	}
+	if durable != 200 {
+		t.Fatalf("after Sync %d records durable, want 200", durable)
+	}
+	wg.Wait()
+	// Nothing unsynced: Sync returns without a round.
+	rounds := l.Stats().Commit.Rounds
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := l.Stats().Commit.Rounds; r != rounds {
+		t.Fatalf("Sync with nothing unsynced ran %d rounds", r-rounds)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Sync after Close: %v", err)
 	}
 }

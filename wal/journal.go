@@ -64,6 +64,7 @@ type journal struct {
 	pendingBytes int   // bytes of the batch being built, framed
 
 	fsyncs, written, checkpoints atomic.Uint64
+	onDisk                       atomic.Int64 // bytes in its segment files (what a checkpoint frees)
 }
 
 func journalOptions() *twal.Options {
@@ -138,6 +139,7 @@ func (j *journal) commit() error {
 	}
 	j.next += uint64(n)
 	j.written.Add(uint64(j.pendingBytes))
+	j.onDisk.Add(int64(j.pendingBytes))
 	j.pendingBytes = 0
 	j.fsyncs.Add(1)
 	if err := j.log.Sync(); err != nil {
@@ -174,6 +176,7 @@ func (j *journal) reset() error {
 		return err
 	}
 	j.log, j.next, j.bytes = l, 1, 0
+	j.onDisk.Store(0)
 	j.checkpoints.Add(1)
 	return nil
 }

@@ -345,31 +345,102 @@ func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 	}
 }
 
-// Sync returns once every record written so far (records nobody waits for
-// included) is durable under the durability mode: it waits for a commit
-// round like an append that waits, paced the same way.
+// Sync returns once every record appended before it was called (records
+// nobody waits for, and those still queued for their partition's writer,
+// included) is durable under the durability mode: it puts a barrier into
+// every partition's queue, which waits for a commit round like an append
+// that waits, paced the same way.
 func (l *Log) Sync(ctx context.Context) error {
-	target := make([]uint64, len(l.parts))
-	for i, p := range l.parts {
-		target[i] = p.last.Load()
+	barriers := make([]*appendReq, len(l.parts))
+	for i := range l.parts {
+		r := &appendReq{barrier: true, done: make(chan struct{}, 1)}
+		if err := l.enqueueBarrier(ctx, i, r); err != nil {
+			return err
+		}
+		barriers[i] = r
 	}
-	l.commit.demand.Add(1)
-	defer l.commit.demand.Add(-1)
-	l.commit.kick()
-	for i, p := range l.parts {
-		for {
-			ch := p.waitChan()
-			if p.durable.Load() >= target[i] {
-				break
+	for _, r := range barriers {
+		select {
+		case <-r.done:
+			if r.err != nil {
+				return r.err
 			}
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+// enqueueBarrier hands Sync's barrier r to partition p's writer, behind
+// every append queued before it.
+func (l *Log) enqueueBarrier(ctx context.Context, p int, r *appendReq) error {
+	for {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return ErrClosed
+		}
+		select {
+		case l.parts[p].reqs <- r:
+			l.mu.Unlock()
+			return nil
+		default:
+		}
+		l.mu.Unlock()
+		t := time.NewTimer(200 * time.Microsecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// WaitReadable waits until partition p has something to read from offset
+// from on: a durable record at from or after it, or retention having
+// removed from (First(p) > from). It returns false if ctx ends first.
+//
+// Readers see only durable records, so that nothing a consumer processed
+// can vanish in a power cut. A reader waiting here for records that are
+// written but not yet durable (records nobody waits for: Record.NoWait) is
+// therefore a waiter itself: it starts a commit round as a pub-ack does,
+// paced the same way (fsync_interval), and one round serves every waiting
+// reader and every partition. Records nobody reads wait for lazy_sync.
+func (l *Log) WaitReadable(ctx context.Context, p int, from uint64) bool {
+	pt, err := l.part(p)
+	if err != nil {
+		return false
+	}
+	registered := false
+	defer func() {
+		if registered {
+			pt.readers.Add(-1)
+		}
+	}()
+	for {
+		// Take the channel before looking, so that a move in between is not missed.
+		ch := pt.waitChan()
+		if pt.durable.Load() >= from || pt.first.Load() > from {
+			return true
+		}
+		if !registered {
+			// Counted before last is read: a writer that writes after
+			// this sees the reader (committer.state), one that wrote
+			// before is seen here.
+			pt.readers.Add(1)
+			registered = true
+		}
+		if pt.last.Load() >= from {
+			l.commit.kick()
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // Close stops the writers and the committer after they have made everything queued durable,

@@ -63,6 +63,9 @@ type partition struct {
 	dirtySince atomic.Int64  // when the oldest unsynced data was written (committer time)
 	unckpt     atomic.Bool   // written since the last checkpoint: its file needs an fsync
 	syncOrder  chan struct{} // cap 1: the committer's order to fsync now
+	// readers waiting in WaitReadable for records past the durable mark:
+	// while the partition has unsynced records, they are waiters too.
+	readers atomic.Int32
 
 	// writer-owned
 	batch     twal.Batch
@@ -79,6 +82,7 @@ type partition struct {
 	unsyncedN     int // records written since the last fsync
 	unsyncedBytes int // their bytes as framed on disk
 	collectBuf    []*appendReq
+	barriers      []*appendReq // Sync's markers of the batch being written
 }
 
 // FsyncBounds are the upper bounds of the fsync latency histogram.

@@ -96,11 +96,13 @@ func (r *runner) readAgain(ctx context.Context, f queue.Fetch, node string, loca
 
 // readWhenDurable reads partition p from offset from on once there is
 // something new there: a durable record at from or after, or retention
-// having removed from. It waits on the log's notification (no polling) until
-// ctx ends, and then returns an empty batch.
+// having removed from. It waits in the log (no polling), as a reader whose
+// wait starts a commit round when records nobody waited for are written but
+// not yet durable (wal.Log.WaitReadable), until ctx ends, and then returns
+// an empty batch.
 func readWhenDurable(ctx context.Context, l *wal.Log, p int, from uint64, maxMsgs, maxBytes int) (wal.Batch, error) {
 	for {
-		// Take the notification channel before looking, so an append in
+		// Take the notification channel before looking, so a move in
 		// between is not missed.
 		wake := l.Notify(p)
 		if l.Durable(p) >= from || l.First(p) > from {
@@ -108,10 +110,15 @@ func readWhenDurable(ctx context.Context, l *wal.Log, p int, from uint64, maxMsg
 			if err != nil || b.Next > from {
 				return b, err
 			}
+			// Nothing readable after all (retention meanwhile): wait for the marks to move.
+			select {
+			case <-wake:
+				continue
+			case <-ctx.Done():
+				return wal.Batch{Next: from}, nil
+			}
 		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
+		if !l.WaitReadable(ctx, p, from) {
 			return wal.Batch{Next: from}, nil
 		}
 	}
