@@ -6,7 +6,10 @@
 # built from the module proxy (JetStream file store at its defaults, and with
 # `sync_interval: always`), and, with --base BIN, an older edgeq binary (e.g.
 # main's) for a before/after. Then edgeq with 100 msg/s that nobody waits for
-# (publishes without a reply subject, as a serial line ingests).
+# (publishes without a reply subject, as a serial line ingests): with the
+# workers reading all along (a reader waiting for records is a waiter: it
+# starts rounds), and with nobody reading until the last publish (the
+# workers then drain the backlog: --backlog).
 #
 # Per server: CPU per message (utime+stime from /proc/PID/stat), bytes the
 # process made the kernel write per second (/proc/PID/io write_bytes, page
@@ -86,15 +89,16 @@ start_nats() { # NAME SYNC
 metric() { [ -n "$hp" ] && curl -sf "http://127.0.0.1:$hp/metrics" | awk -v m="$1" '$1==m {print $2}' || echo 0; }
 stop_server() { kill "$srv_pid"; wait "$tracer" 2>/dev/null || true; }
 
-# measure NAME MODE RATE: one bench against the running server; its figures
-# in $tmp/NAME.json.
+# measure NAME MODE RATE [BENCH FLAGS...]: one bench against the running
+# server; its figures in $tmp/NAME.json.
 measure() {
   local name=$1 mode=$2 r=$3
+  shift 3
   local msgs=$((r * secs))
   local c0 w0 f0 t0 c1 w1 f1 t1 out
   c0=$(cpu "$srv_pid"); w0=$(wbytes "$srv_pid"); f0=$(metric edgeq_wal_fsyncs_total); t0=$(date +%s.%N)
   out=$("$bin" bench --server "$url" --mode "$mode" --msgs "$msgs" --devices 1000 --size 150 --publishers 4 \
-    --workers 4 --window 256 --rate "$r" --json)
+    --workers 4 --window 256 --rate "$r" --json "$@")
   c1=$(cpu "$srv_pid"); w1=$(wbytes "$srv_pid"); f1=$(metric edgeq_wal_fsyncs_total); t1=$(date +%s.%N)
   stop_server
   local traced
@@ -124,6 +128,10 @@ start_edgeq nowait "$bin"; measure nowait nowait 100
 if [ -n "$base" ]; then
   start_edgeq basenowait "$base"; measure basenowait nowait 100
 fi
+start_edgeq nowaitbacklog "$bin"; measure nowaitbacklog nowait 100 --backlog
+if [ -n "$base" ]; then
+  start_edgeq basenowaitbacklog "$base"; measure basenowaitbacklog nowait 100 --backlog
+fi
 
 python3 - "$tmp" "$rate" "$secs" "$natsver" "$base" <<'PY'
 import json, os, sys
@@ -147,7 +155,9 @@ row("bytes written per second", lambda x: f"{x['write_bytes'] / x['secs'] / 1e6:
 row("fsyncs per second (strace)", lambda x: f"{x['traced_fsyncs'] / x['secs']:.0f}")
 row("fsyncs per second (metric)", lambda x: f"{x['metric_fsyncs'] / x['secs']:.0f}" if x["name"] in ("edgeq", "base") else "-")
 row("publish -> delivery p50 / p99", lambda x: f"{x['p50_ms']:.2f} / {x['p99_ms']:.2f} ms")
-for n, label in (("nowait", "edgeq (this build)"), ("basenowait", f"edgeq {os.path.basename(base)}")):
+for n, label in (("nowait", "edgeq (this build)"), ("basenowait", f"edgeq {os.path.basename(base)}"),
+                 ("nowaitbacklog", "edgeq (this build), nobody reading until the end"),
+                 ("basenowaitbacklog", f"edgeq {os.path.basename(base)}, nobody reading until the end")):
     x = load(n)
     if x:
         print(f"100 msg/s nobody waits for, {label}: {x['traced_fsyncs'] / x['secs']:.1f} fsyncs/s, "

@@ -57,8 +57,8 @@ type Options struct {
 	// LazySync bounds how long records nobody waits for (Record.NoWait: serial,
 	// Modbus, fire-and-forget publishes) stay unsynced under
 	// DurabilityInterval when no waiter starts a round: their worst-case loss
-	// window on a power cut, and the longest they wait to become visible to
-	// consumers (default 1s).
+	// window on a power cut (default 1s). A reader waiting for them
+	// (WaitReadable) is a waiter: they become visible within about one round.
 	LazySync time.Duration
 	// CommitBytes starts an fsync round under DurabilityInterval before
 	// FsyncInterval has passed: once CommitBytes have been written since the

@@ -284,8 +284,8 @@ type WAL struct {
 	Durability    wal.Durability `yaml:"durability"`
 	FsyncInterval time.Duration  `yaml:"fsync_interval"`
 	// LazySync: the longest records nobody waits for (serial, Modbus,
-	// fire-and-forget publishes) stay unsynced: their loss window on a
-	// power cut.
+	// fire-and-forget publishes) stay unsynced when no reader waits for
+	// them either: their loss window on a power cut.
 	LazySync time.Duration `yaml:"lazy_sync"`
 	// CommitBytes: bytes written since the last fsync round that start the
 	// next one before fsync_interval (and the load rule's threshold).
