@@ -63,8 +63,10 @@ traced() {
   strace -f -qq --seccomp-bpf -ttt -e trace=fsync,fdatasync,syncfs,sync_file_range -o "$tmp/$name.strace" "$@" \
     >"$tmp/$name.log" 2>&1 &
   tracer=$!
+  # The server, not whatever else strace may have started meanwhile.
+  local comm; comm=$(basename "$1" | cut -c1-15)
   for _ in $(seq 100); do
-    srv_pid=$(pgrep -P "$tracer" | head -1 || true)
+    srv_pid=$(pgrep -P "$tracer" -x "$comm" | head -1 || true)
     [ -n "$srv_pid" ] && break
     sleep 0.05
   done
