@@ -11,7 +11,7 @@ export CGO_ENABLED = 0
 # Tools the tests run (the nats CLI) are installed with go install.
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: help build run test test-deps unit e2e unit-fuzz fuzz lint cross bench bench-peers package firmware-test systemd-test clean powercut soak wamp mem
+.PHONY: help build run test test-deps unit e2e unit-fuzz fuzz lint cross bench bench-peers bench-light package firmware-test systemd-test clean powercut soak wamp mem
 
 help:
 	@echo "make build   build bin/edgeq for this machine"
@@ -21,6 +21,7 @@ help:
 	@echo "make cross   static stripped linux/arm64 and linux/arm (v7) binaries in bin/"
 	@echo "make bench   benchmarks (figures for the issue notes)"
 	@echo "make bench-peers  edgeq against JetStream, core NATS and raw tidwall/wal, side by side (not in CI)"
+	@echo "make bench-light  1,000 msg/s: CPU, bytes written, fsyncs, latency; edgeq against the newest nats-server (not in CI)"
 	@echo "make lint    gofmt and go vet"
 	@echo "make systemd-test  the amd64 .deb installed in a chroot, booted under systemd (root; scripts/systemd-test.sh)"
 	@echo "make powercut ROUNDS=N [SEED=S]  the power-cut series (FUSE, root) with N rounds"
@@ -133,6 +134,12 @@ bench:
 # same client and workload (scripts/bench-peers.sh); CI does not run it.
 bench-peers:
 	scripts/bench-peers.sh $(BENCH_PEERS_FLAGS)
+
+# The light-load table: 1,000 msg/s x 150 B for 20 s, edgeq against the newest
+# nats-server built from the module proxy (default and sync_interval: always);
+# BENCH_LIGHT_FLAGS="--base OLD_BIN" adds an older edgeq. CI does not run it.
+bench-light:
+	scripts/bench-light.sh $(BENCH_LIGHT_FLAGS)
 
 clean:
 	rm -rf $(BIN) dist

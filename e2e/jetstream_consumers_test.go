@@ -14,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"edgeq/wal"
 )
 
 // JetStream consumers of the real binary with real clients (nats.go's
@@ -73,21 +75,14 @@ func nextOne(t *testing.T, ctx context.Context, c jetstream.Consumer, wait time.
 // committedOnDisk is the group's committed offset in the offset file (the
 // highest over partitions: the test's device lives in one).
 func committedOnDisk(n *node, consumer string) uint64 {
-	paths, _ := filepath.Glob(filepath.Join(n.dataDir, "*", "offsets.json"))
-	more, _ := filepath.Glob(filepath.Join(n.dataDir, "offsets.json"))
+	dirs, _ := filepath.Glob(filepath.Join(n.dataDir, "*"))
 	var best uint64
-	for _, p := range append(paths, more...) {
-		b, err := os.ReadFile(p)
+	for _, d := range append(dirs, n.dataDir) {
+		consumers, err := wal.ReadOffsets(d)
 		if err != nil {
 			continue
 		}
-		var doc struct {
-			Consumers map[string]map[string]uint64 `json:"consumers"`
-		}
-		if json.Unmarshal(b, &doc) != nil {
-			continue
-		}
-		for _, off := range doc.Consumers[consumer] {
+		for _, off := range consumers[consumer] {
 			best = max(best, off)
 		}
 	}

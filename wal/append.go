@@ -20,6 +20,8 @@ type appendReq struct {
 	seq     uint64
 	time    int64
 	moveRef Ref
+	lazy    bool // nobody waits for durability: completed once written
+	barrier bool // Sync's marker: no record; completed once what precedes it is durable
 	pos     Position
 	err     error
 	done    chan struct{}         // Append: signalled once
@@ -31,7 +33,7 @@ var reqPool = sync.Pool{New: func() any { return &appendReq{done: make(chan stru
 func getReq() *appendReq { return reqPool.Get().(*appendReq) }
 
 func putReq(r *appendReq) {
-	r.rec, r.cb, r.err = nil, nil, nil
+	r.rec, r.cb, r.err, r.lazy = nil, nil, nil, false
 	reqPool.Put(r)
 }
 

@@ -32,6 +32,10 @@ type PartitionCheck struct {
 	Unreadable  int    // non-tail segments whose frames do not parse
 	Devices     int    // distinct devices in the stored records
 	MoveMarkers uint64
+	// OpenLast is the last offset the next open will have: the valid
+	// records (or, when the tail segment is empty, the index before its
+	// first) plus what the commit journal restores.
+	OpenLast uint64
 }
 
 // Healthy reports whether nothing needs repair or was skipped.
@@ -76,7 +80,65 @@ func Check(dir string, opts Options, repair bool) (CheckReport, error) {
 		}
 		rep.Partitions = append(rep.Partitions, pc)
 	}
+	checkJournal(dir, rep.Partitions)
 	return rep, nil
+}
+
+// checkJournal sets OpenLast: the commit journal's valid entries applied in
+// order, as replayJournal would, without changing anything.
+func checkJournal(dir string, parts []PartitionCheck) {
+	last := make([]uint64, len(parts))
+	defer func() {
+		for i := range parts {
+			parts[i].OpenLast = last[i]
+		}
+	}()
+	for i, p := range parts {
+		last[i] = p.Last - min(p.BadTail, p.Last)
+		// An empty tail segment (retention removed the ones before it)
+		// still says where the partition stands: its name is its first index.
+		if ps, err := listSegments(partitionDir(dir, i)); err == nil && len(ps) > 0 {
+			last[i] = max(last[i], ps[len(ps)-1].first-1)
+		}
+	}
+	segs, err := listSegments(filepath.Join(dir, journalDir))
+	if err != nil || len(segs) == 0 {
+		return
+	}
+	gapped := map[int]bool{}
+	expect := segs[0].first
+	for _, s := range segs {
+		if s.first != expect {
+			break
+		}
+		data, err := os.ReadFile(s.path)
+		if err != nil {
+			return
+		}
+		bad := false
+		count, _ := scanFrames(data, math.MaxUint64, func(_ uint64, frame []byte) {
+			if bad {
+				return
+			}
+			e, ok := decodeJournalEntry(frame)
+			if !ok {
+				bad = true
+				return
+			}
+			if e.partition >= len(parts) || gapped[e.partition] {
+				return
+			}
+			if e.first > last[e.partition]+1 {
+				gapped[e.partition] = true
+				return
+			}
+			last[e.partition] = max(last[e.partition], e.first+uint64(len(e.frames))-1)
+		})
+		if bad {
+			break
+		}
+		expect = s.first + count
+	}
 }
 
 func checkPartition(dir string) (PartitionCheck, error) {

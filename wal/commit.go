@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,15 +24,12 @@ import (
 // When a round starts:
 //   - always: as soon as anything is written; rounds run back to back, and
 //     every acknowledged record was fsynced before its ack.
-//   - interval: once fsync_interval has passed since the last round started,
-//     or once commit_bytes have been written since then (over all
-//     partitions), or at once under load: when those bytes come at
-//     commit_bytes per loadPeriod (10ms, or fsync_interval if shorter) or
-//     faster (see loaded). Under load rounds therefore run back to back (a
-//     windowed publisher is not held to window / interval); a trickle gets at
-//     most one round per fsync_interval. The load rule's period is capped so
-//     that a long fsync_interval (100ms, 1s: fewer, larger fsyncs, less
-//     written per record) is not undone by a moderate stream counting as load.
+//   - interval: on demand, as the pacer decides (pacer.go): at once or after
+//     at most fsync_interval when something waits for durability (a
+//     waiting append, Sync, or a reader waiting in WaitReadable on a
+//     partition with unsynced records), after
+//     lazy_sync when only data nobody waits for is unsynced, back to back
+//     under load.
 //   - none: never; writers complete a batch once it is written to the OS.
 type committer struct {
 	parts []*partition
@@ -45,9 +43,21 @@ type committer struct {
 	syncSem    chan struct{} // bounds fsyncs in flight
 	roundWG    sync.WaitGroup
 	dirty      []*partition
-	base       time.Time    // monotonic origin of roundStart
+	base       time.Time    // monotonic origin of roundStart and dirtySince
 	roundStart atomic.Int64 // ns since base when the last round started
 	arrived    atomic.Int64 // bytes written since the last round started, all partitions
+	waiting    atomic.Int64 // unsynced appends someone waits for, all partitions
+	pacer      *pacer       // the committer goroutine's alone
+
+	// The commit journal (journal.go): nil under durability none. While it
+	// works a round is one journal fsync; after a journal error (broken) the
+	// rounds fsync each partition file as before.
+	j        *journal
+	broken   atomic.Bool
+	cur      *roundResult // the running round; set before its orders go out
+	ckpt     bool         // the orders out are a checkpoint's: fsync the file
+	ckptFail atomic.Bool
+	logger   *slog.Logger
 
 	rounds       atomic.Uint64
 	roundRecords atomic.Uint64
@@ -60,13 +70,25 @@ type CommitStats struct {
 	Rounds       uint64 // fsync rounds
 	RoundRecords uint64 // records made durable by fsync rounds
 	RoundBytes   uint64 // bytes made durable by fsync rounds
-	Fsyncs       uint64 // fsync calls, all partitions
-	WrittenBytes uint64 // bytes written to the OS, all partitions
-	RoundLatency hist.Snapshot
+	Fsyncs       uint64 // fsync calls, all partitions and the offsets journal
+	WrittenBytes uint64 // bytes written to the OS, all partitions and the offsets journal
+	// JournalFsyncs are the commit journal's fsyncs (one per round while it
+	// works), Checkpoints the times it was emptied.
+	JournalFsyncs, Checkpoints uint64
+	RoundLatency               hist.Snapshot
 }
 
-func newCommitter(parts []*partition, opts *Options) *committer {
+// roundResult is a journaled round's outcome, for the writers that gave
+// their records to it: done closes once the journal fsync returned.
+type roundResult struct {
+	done chan struct{}
+	err  error
+}
+
+func newCommitter(parts []*partition, opts *Options, j *journal, logger *slog.Logger) *committer {
 	return &committer{
+		j:         j,
+		logger:    logger,
 		parts:     parts,
 		opts:      opts,
 		wake:      make(chan struct{}, 1),
@@ -75,6 +97,7 @@ func newCommitter(parts []*partition, opts *Options) *committer {
 		done:      make(chan struct{}),
 		syncSem:   make(chan struct{}, opts.SyncWorkers),
 		base:      time.Now(),
+		pacer:     newPacer(opts.FsyncInterval, opts.LazySync, opts.CommitBytes),
 		roundTime: hist.New(FsyncBounds),
 	}
 }
@@ -86,87 +109,77 @@ func (c *committer) kick() {
 	}
 }
 
-// wrote is called by a writer after it added n unsynced bytes; first says
-// that its pending list was empty before. The committer is woken only when
-// its decision may change: a partition became dirty, or the load rule holds
-// (a trickle costs no wake-up per record).
-func (c *committer) wrote(p *partition, n int, first bool) {
+func (c *committer) now() time.Duration { return time.Since(c.base) }
+
+// wrote is called by a writer after it added n unsynced bytes, waiters of
+// them with someone waiting for their durability; first says that it had
+// nothing unsynced before. The committer is woken only when its decision may
+// change: a partition became dirty, the first waiter arrived, or the load
+// rule holds (a trickle costs no wake-up per record).
+func (c *committer) wrote(p *partition, n, waiters int, first bool) {
 	arrived := c.arrived.Add(int64(n))
+	firstWaiter := waiters > 0 && c.waiting.Add(int64(waiters)) == int64(waiters)
 	if first {
+		p.dirtySince.Store(int64(c.now()))
 		p.dirty.Store(true)
 	}
-	if first || c.loaded(arrived, time.Since(c.base)-time.Duration(c.roundStart.Load())) {
+	if first || firstWaiter || loaded(arrived, c.now()-time.Duration(c.roundStart.Load()), c.opts.FsyncInterval, int64(c.opts.CommitBytes)) {
 		c.kick()
 	}
 }
 
-// loadPeriod caps the period of the load rule.
-const loadPeriod = 10 * time.Millisecond
-
-// loaded says whether the bytes written since the last round started
-// (arrived, over since) start the next round at once, before fsync_interval:
-//   - commit_bytes have arrived, whatever the time; or
-//   - they come at a rate of at least commit_bytes per period, where period
-//     is fsync_interval capped at loadPeriod: then rounds run back to back,
-//     and a publisher with a window of W records is not held to
-//     W / fsync_interval. The elapsed time counts as at least a quarter
-//     period, so that a few records right after a round (a fast disk) do not
-//     start another one: it takes a burst of commit_bytes / 4.
-//
-// Together: arrived >= commit_bytes * clamp(since / period, 1/4, 1). Below
-// that (a trickle, or a moderate stream with a long fsync_interval) rounds
-// come once per fsync_interval.
-func (c *committer) loaded(arrived int64, since time.Duration) bool {
-	if arrived >= int64(c.opts.CommitBytes) {
-		return true
-	}
-	period := min(c.opts.FsyncInterval, loadPeriod)
-	since = max(since, period/4)
-	return float64(arrived)*float64(period) >= float64(c.opts.CommitBytes)*float64(since)
-}
-
-func (c *committer) anyDirty() bool {
+// state is what is unsynced now, for the pacer.
+func (c *committer) state() unsynced {
+	u := unsynced{waiting: c.waiting.Load() > 0, arrived: c.arrived.Load()}
 	for _, p := range c.parts {
 		if p.dirty.Load() {
-			return true
+			if p.readers.Load() > 0 {
+				// A consumer waits for what this partition has not yet made
+				// durable: that is demand, as a pub-ack is.
+				u.waiting = true
+			}
+			since := time.Duration(p.dirtySince.Load())
+			if !u.dirty || since < u.oldest {
+				u.oldest = since
+			}
+			u.dirty = true
 		}
 	}
-	return false
+	return u
 }
 
 func (c *committer) run() {
 	defer close(c.done)
 	defer close(c.quit)
 	var (
-		lastRound time.Time
-		timer     = time.NewTimer(time.Hour)
-		timerOn   bool
+		timer   = time.NewTimer(time.Hour)
+		timerOn bool
 	)
 	timer.Stop()
 	for {
-		if !c.anyDirty() {
-			select {
-			case <-c.wake:
-				continue
-			case <-c.stop:
-				return
-			}
+		u := c.state()
+		now := c.now()
+		due, wait := u.dirty, time.Duration(0)
+		if c.opts.Durability != DurabilityAlways {
+			due, wait = c.pacer.next(now, u)
 		}
-		since := time.Since(lastRound)
-		if c.opts.Durability == DurabilityAlways || since >= c.opts.FsyncInterval ||
-			c.loaded(c.arrived.Load(), since) {
+		if due {
 			if timerOn {
 				timer.Stop()
 				timerOn = false
 			}
-			lastRound = time.Now()
-			c.roundStart.Store(int64(lastRound.Sub(c.base)))
+			c.pacer.started(now)
+			c.roundStart.Store(int64(now))
 			c.arrived.Store(0)
 			c.round()
 			continue
 		}
-		if !timerOn {
-			timer.Reset(c.opts.FsyncInterval - since)
+		if timerOn {
+			timer.Stop()
+			timerOn = false
+		}
+		if wait > 0 {
+			timer.Reset(wait)
 			timerOn = true
 		}
 		select {
@@ -179,7 +192,10 @@ func (c *committer) run() {
 	}
 }
 
-// round orders every dirty writer to fsync and waits for all of them.
+// round orders every dirty writer to make its unsynced records durable and
+// waits for all of them: with the journal, each gives its records to the
+// journal's batch, which is written and fsynced once; without it, each
+// fsyncs its own file.
 func (c *committer) round() {
 	start := time.Now()
 	c.dirty = c.dirty[:0]
@@ -191,26 +207,90 @@ func (c *committer) round() {
 	if len(c.dirty) == 0 {
 		return
 	}
+	c.rounds.Add(1) // before the acks go out, so that whoever saw an ack sees it
+	res := &roundResult{done: make(chan struct{})}
+	c.cur = res
 	c.roundWG.Add(len(c.dirty))
 	for _, p := range c.dirty {
 		p.syncOrder <- struct{}{}
 	}
 	c.roundWG.Wait()
-	c.rounds.Add(1)
+	if c.journaled() {
+		if res.err = c.j.commit(); res.err != nil {
+			c.broken.Store(true)
+			c.logger.Error("commit journal failed: rounds fsync each partition from now on", "err", res.err)
+		}
+	}
+	close(res.done)
 	c.roundTime.Observe(time.Since(start))
+	if c.journaled() && c.j.full() {
+		c.checkpoint()
+	}
 }
 
-// synced is a writer's fsync in a round: bounded by syncSem.
-func (c *committer) synced(p *partition) {
-	if len(p.pending) > 0 {
-		// Counted before the acks go out, so that whoever saw an ack sees it.
-		c.roundRecords.Add(uint64(len(p.pending)))
-		c.roundBytes.Add(uint64(p.pendingBytes))
-		c.syncSem <- struct{}{}
-		p.commit(true)
-		<-c.syncSem
+func (c *committer) journaled() bool { return c.j != nil && !c.broken.Load() }
+
+// checkpoint fsyncs every partition file written since the last checkpoint,
+// then empties the journal: what it held is in the files now.
+func (c *committer) checkpoint() {
+	c.ckpt = true
+	c.roundWG.Add(len(c.parts))
+	for _, p := range c.parts {
+		p.syncOrder <- struct{}{}
 	}
+	c.roundWG.Wait()
+	c.ckpt = false
+	if c.ckptFail.Swap(false) {
+		c.broken.Store(true) // the journal keeps what the files may have lost; open replays it
+		c.logger.Error("checkpoint: a partition fsync failed; rounds fsync each partition from now on")
+		return
+	}
+	if err := c.j.reset(); err != nil {
+		c.broken.Store(true)
+		c.logger.Error("checkpoint: emptying the commit journal failed; rounds fsync each partition from now on", "err", err)
+	}
+}
+
+// synced is a writer's part of a round (or checkpoint).
+func (c *committer) synced(p *partition) {
+	if c.ckpt {
+		if p.unckpt.Swap(false) {
+			c.syncSem <- struct{}{}
+			if err := p.syncFile(); err != nil {
+				c.ckptFail.Store(true)
+			}
+			<-c.syncSem
+		}
+		c.roundWG.Done()
+		return
+	}
+	if p.unsyncedN == 0 {
+		c.roundWG.Done()
+		return
+	}
+	// Counted before the acks go out, so that whoever saw an ack sees it.
+	c.roundRecords.Add(uint64(p.unsyncedN))
+	c.roundBytes.Add(uint64(p.unsyncedBytes))
+	if !c.journaled() {
+		c.syncSem <- struct{}{}
+		p.commit(c, true)
+		<-c.syncSem
+		c.roundWG.Done()
+		return
+	}
+	res := c.cur
+	last := p.last.Load()
+	c.j.add(p.id, last-uint64(p.unsyncedN)+1, p.frame, p.unsyncedN)
 	c.roundWG.Done()
+	<-res.done
+	if res.err != nil {
+		p.flush(p.pending) // the partition's own fsync, as without a journal
+	} else {
+		p.synced.Store(last)
+		p.publishDurable(last)
+		completeAll(p.pending, nil)
+	}
+	p.finish(c)
 }
 
 func (c *committer) stats(parts []PartitionStats) CommitStats {
@@ -223,6 +303,12 @@ func (c *committer) stats(parts []PartitionStats) CommitStats {
 	for i := range parts {
 		s.Fsyncs += parts[i].Fsyncs
 		s.WrittenBytes += parts[i].WrittenBytes
+	}
+	if c.j != nil {
+		s.Fsyncs += c.j.fsyncs.Load()
+		s.WrittenBytes += c.j.written.Load()
+		s.JournalFsyncs = c.j.fsyncs.Load()
+		s.Checkpoints = c.j.checkpoints.Load()
 	}
 	return s
 }
@@ -241,7 +327,7 @@ func (p *partition) run(c *committer, drained *sync.WaitGroup) {
 		default:
 		}
 		in := reqs
-		if len(p.pending) >= maxPending {
+		if p.unsyncedN >= maxPending {
 			in = nil
 		}
 		select {
@@ -252,8 +338,8 @@ func (p *partition) run(c *committer, drained *sync.WaitGroup) {
 				// Closing: make what is written durable without waiting for
 				// a round, then serve orders until the committer ends.
 				reqs = nil
-				if len(p.pending) > 0 {
-					p.commit(p.opts.Durability != DurabilityNone)
+				if p.unsyncedN > 0 {
+					p.commit(c, p.opts.Durability != DurabilityNone)
 				}
 				drained.Done()
 				continue
@@ -281,16 +367,41 @@ drain:
 			break drain
 		}
 	}
-	first := len(p.pending) == 0
-	before := p.pendingBytes
-	p.write(batch)
+	// Sync's barriers carry no record: each waits for the round that makes
+	// what was written before it durable (at once when nothing is unsynced).
+	recs := batch[:0]
+	p.barriers = p.barriers[:0]
+	for _, r := range batch {
+		if r.barrier {
+			p.barriers = append(p.barriers, r)
+		} else {
+			recs = append(recs, r)
+		}
+	}
+	first := p.unsyncedN == 0
+	before, waiters := p.unsyncedBytes, len(p.pending)
+	if len(recs) > 0 {
+		p.write(recs)
+	}
+	if p.unsyncedN == 0 {
+		completeAll(p.barriers, nil)
+	} else {
+		p.pending = append(p.pending, p.barriers...)
+	}
+	clear(p.barriers)
 	clear(batch)
 	p.collectBuf = batch[:0]
 	switch {
-	case len(p.pending) == 0:
+	case p.unsyncedN == 0:
 	case p.opts.Durability == DurabilityNone:
-		p.commit(false)
+		p.commit(c, false)
 	default:
-		c.wrote(p, p.pendingBytes-before, first)
+		p.unckpt.Store(true)
+		waiters = len(p.pending) - waiters
+		p.counted += waiters
+		c.wrote(p, p.unsyncedBytes-before, waiters, first)
 	}
+	// After wrote: whoever got a record back knows that the next round
+	// started from now on takes it.
+	p.completeLazy()
 }

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -99,7 +100,8 @@ func TestCommitTrickleOneRoundPerInterval(t *testing.T) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	c := l.Stats().Commit
-	if limit := uint64(elapsed/o.FsyncInterval) + 1; c.Rounds > limit {
+	// The budget: one round per interval, plus the burst it starts with.
+	if limit := uint64(elapsed/o.FsyncInterval) + roundBurst; c.Rounds > limit {
 		t.Fatalf("%d rounds in %v, at most %d allowed", c.Rounds, elapsed, limit)
 	}
 	if parts := uint64(o.TotalPartitions()); c.Fsyncs > c.Rounds*parts {
@@ -151,9 +153,12 @@ func TestCommitCloseFlushes(t *testing.T) {
 	o.CommitBytes = 64 << 20
 	dir := t.TempDir()
 	l := openTest(t, dir, o)
-	// The first round took the first append; the rest wait for an hour.
-	if _, err := l.Append(context.Background(), &Record{Device: "dev-a", Payload: []byte("first")}); err != nil {
-		t.Fatal(err)
+	// The first rounds (the budget's burst) took the first appends; the
+	// rest wait for an hour.
+	for i := 0; i < roundBurst; i++ {
+		if _, err := l.Append(context.Background(), &Record{Device: "dev-a", Payload: []byte("first")}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var acked atomic.Int64
 	var wg sync.WaitGroup
@@ -183,8 +188,8 @@ func TestCommitCloseFlushes(t *testing.T) {
 	for p := 0; p < l.NumPartitions(); p++ {
 		total += len(readAll(t, l, p))
 	}
-	if total != 201 {
-		t.Fatalf("%d records after reopen, want 201", total)
+	if total != 200+roundBurst {
+		t.Fatalf("%d records after reopen, want %d", total, 200+roundBurst)
 	}
 }
 
@@ -226,10 +231,7 @@ func TestCommitLoadRule(t *testing.T) {
 		{ms, 16 << 10, 8 << 10, ms / 2, true},
 		{ms, 16 << 10, 8 << 10, ms, false},
 	} {
-		o := DefaultOptions()
-		o.FsyncInterval, o.CommitBytes = tt.interval, tt.commitBytes
-		c := &committer{opts: &o}
-		if got := c.loaded(tt.arrived, tt.since); got != tt.want {
+		if got := loaded(tt.arrived, tt.since, tt.interval, int64(tt.commitBytes)); got != tt.want {
 			t.Errorf("fsync_interval %v commit_bytes %d: loaded(%d bytes, %v) = %v, want %v",
 				tt.interval, tt.commitBytes, tt.arrived, tt.since, got, tt.want)
 		}
@@ -271,9 +273,208 @@ func TestCommitLongIntervalModerateStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := l.Stats().Commit
-	limit := uint64(elapsed/o.FsyncInterval) + 1 + c.RoundBytes/uint64(o.CommitBytes) + 1
+	limit := uint64(elapsed/o.FsyncInterval) + roundBurst + c.RoundBytes/uint64(o.CommitBytes) + 1
 	if c.Rounds > limit {
 		t.Fatalf("%d rounds for %d bytes in %v: at most %d allowed (one per interval or per commit_bytes)", c.Rounds, c.RoundBytes, elapsed, limit)
 	}
 	t.Logf("%d appends (%d bytes) in %v: %d rounds, %d fsyncs", n, c.RoundBytes, elapsed, c.Rounds, c.Fsyncs)
+}
+
+// Records nobody waits for are handed back once written, start no round,
+// stay invisible to readers until a round, and ride on the next waiter's
+// round; alone, they are synced after lazy_sync.
+func TestCommitNoWait(t *testing.T) {
+	o := testOptions()
+	o.Durability = DurabilityInterval
+	o.FsyncInterval = 5 * time.Millisecond
+	o.LazySync = time.Hour
+	l := openTest(t, t.TempDir(), o)
+	defer l.Close()
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		rec := &Record{Device: fmt.Sprintf("dev-%02d", i%20), Payload: payloadFor("d", i), NoWait: true}
+		l.AppendAsync(rec, func(pos Position, err error) {
+			defer wg.Done()
+			if err != nil || pos.Offset == 0 {
+				t.Errorf("no-wait append: %+v, %v", pos, err)
+			}
+		})
+	}
+	wg.Wait() // handed back without any round: a round would take an hour
+	if c := l.Stats().Commit; c.Rounds != 0 || c.Fsyncs != 0 {
+		t.Fatalf("records nobody waits for started a round: %+v", c)
+	}
+	for p := 0; p < l.NumPartitions(); p++ {
+		if d := l.Durable(p); d != 0 {
+			t.Fatalf("partition %d durable mark %d before any round", p, d)
+		}
+	}
+	pos, err := l.Append(context.Background(), &Record{Device: "dev-00", Payload: []byte("waits")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Durable(pos.Partition) < pos.Offset {
+		t.Fatalf("waiter %+v not durable", pos)
+	}
+	// The other partitions of the round finish their fsyncs on their own.
+	deadline := time.After(time.Minute)
+	for p := 0; p < l.NumPartitions(); p++ {
+		for {
+			ch := l.Notify(p)
+			if l.Durable(p) == l.Stats().Partitions[p].Last {
+				break
+			}
+			select {
+			case <-ch:
+			case <-deadline:
+				t.Fatalf("partition %d not durable after the waiter's round: %+v", p, l.Stats().Commit)
+			}
+		}
+	}
+	if c := l.Stats().Commit; c.Rounds != 1 || c.RoundRecords != 101 {
+		t.Fatalf("the waiter's round: %+v, want 1 round of 101 records", c)
+	}
+}
+
+// Alone, records nobody waits for are synced within lazy_sync.
+func TestCommitLazySync(t *testing.T) {
+	o := testOptions()
+	o.Durability = DurabilityInterval
+	o.LazySync = 50 * time.Millisecond
+	l := openTest(t, t.TempDir(), o)
+	defer l.Close()
+	done := make(chan Position, 1)
+	l.AppendAsync(&Record{Device: "dev-a", Payload: []byte("x"), NoWait: true}, func(pos Position, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		done <- pos
+	})
+	pos := <-done
+	deadline := time.After(time.Minute)
+	for {
+		ch := l.Notify(pos.Partition)
+		if l.Durable(pos.Partition) >= pos.Offset {
+			break
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("a no-wait record not synced after a minute (lazy_sync %v): %+v", o.LazySync, l.Stats().Commit)
+		}
+	}
+	if c := l.Stats().Commit; c.Rounds != 1 || c.Fsyncs != 1 {
+		t.Fatalf("lazy sync: %+v, want one round, one fsync", c)
+	}
+}
+
+// A reader waiting for records nobody waits for is a waiter: its wait starts
+// a commit round (lazy_sync is an hour here), whether it started waiting
+// before or after the record was written; readers still see only durable
+// records.
+func TestWaitReadableStartsRound(t *testing.T) {
+	o := testOptions()
+	o.Durability = DurabilityInterval
+	o.FsyncInterval = 5 * time.Millisecond
+	o.LazySync = time.Hour
+	l := openTest(t, t.TempDir(), o)
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	appendNoWait := func(payload string) Position {
+		done := make(chan Position, 1)
+		l.AppendAsync(&Record{Device: "dev-a", Payload: []byte(payload), NoWait: true}, func(pos Position, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			done <- pos
+		})
+		return <-done
+	}
+	// Written first, then a reader arrives.
+	pos := appendNoWait("first")
+	if l.Durable(pos.Partition) >= pos.Offset {
+		t.Fatalf("a no-wait record durable before anyone waited: %+v", l.Stats().Commit)
+	}
+	if !l.WaitReadable(ctx, pos.Partition, pos.Offset) {
+		t.Fatalf("reader not served within a minute: %+v", l.Stats().Commit)
+	}
+	if b, err := l.Read(pos.Partition, pos.Offset, 10, 1<<20); err != nil || len(b.Entries) != 1 || string(b.Entries[0].Record.Payload) != "first" {
+		t.Fatalf("read after the reader's round: %+v, %v", b, err)
+	}
+	// A reader waits first, then the record is written.
+	served := make(chan bool, 1)
+	go func() { served <- l.WaitReadable(ctx, pos.Partition, pos.Offset+1) }()
+	pt := l.parts[pos.Partition]
+	for pt.readers.Load() == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("reader never registered")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	next := appendNoWait("second")
+	if !<-served || l.Durable(pos.Partition) < next.Offset {
+		t.Fatalf("waiting reader not served: durable %d, want %d", l.Durable(pos.Partition), next.Offset)
+	}
+	if c := l.Stats().Commit; c.Rounds != 2 {
+		t.Fatalf("rounds %d, want one per reader's wait", c.Rounds)
+	}
+	// A reader that gives up leaves no demand behind.
+	short, stop := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer stop()
+	if l.WaitReadable(short, pos.Partition, next.Offset+1) {
+		t.Fatal("reader served with nothing written")
+	}
+	if n := pt.readers.Load(); n != 0 {
+		t.Fatalf("%d readers still counted after the wait ended", n)
+	}
+}
+
+// Sync covers records appended before it, still queued or nobody waits
+// for (lazy_sync is an hour here).
+func TestSyncCoversNoWait(t *testing.T) {
+	o := testOptions()
+	o.Durability = DurabilityInterval
+	o.LazySync = time.Hour
+	l := openTest(t, t.TempDir(), o)
+	defer l.Close()
+	var wg sync.WaitGroup
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		l.AppendAsync(&Record{Device: fmt.Sprintf("dev-%02d", i%20), Payload: payloadFor("d", i), NoWait: true}, func(_ Position, err error) {
+			defer wg.Done()
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var durable uint64
+	for p := 0; p < l.NumPartitions(); p++ {
+		durable += l.Durable(p)
+	}
+	if durable != 200 {
+		t.Fatalf("after Sync %d records durable, want 200", durable)
+	}
+	wg.Wait()
+	// Nothing unsynced: Sync returns without a round.
+	rounds := l.Stats().Commit.Rounds
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := l.Stats().Commit.Rounds; r != rounds {
+		t.Fatalf("Sync with nothing unsynced ran %d rounds", r-rounds)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Sync after Close: %v", err)
+	}
 }

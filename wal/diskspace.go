@@ -52,8 +52,29 @@ func (l *Log) minFree(total int64) int64 {
 	return want
 }
 
+// resumeMargin is the hysteresis of the watermark: once appends are
+// refused, they resume only when the free space is back above the watermark
+// by this much (an eighth of it, 256 KiB to 8 MiB), so that a little space
+// freed (a compaction of the offsets journal, a removed probe file) does not
+// flip the node between refusing and taking appends.
+func resumeMargin(want int64) int64 { return min(max(want/8, 256<<10), 8<<20) }
+
+// journalHeadroom is what the commit journal will take again before its
+// next checkpoint empties it: a checkpoint frees up to journalCheckpoint
+// bytes, which the journal then fills again, so that space counts as used.
+// Without this, the space a checkpoint freed lifted the node back above the
+// watermark right after it refused appends.
+func (l *Log) journalHeadroom() int64 {
+	if l.journal == nil || l.commit == nil || !l.commit.journaled() {
+		return 0
+	}
+	return max(journalCheckpoint-l.journal.onDisk.Load(), 0)
+}
+
 // statDisk refreshes free and total space and returns how many bytes are
-// missing to the watermark (0: enough).
+// missing to the watermark (0: enough). The space the commit journal will
+// fill again before its checkpoint counts as used (journalHeadroom), and
+// while appends are refused the watermark is raised by resumeMargin.
 func (l *Log) statDisk() (int64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(l.dir, &st); err != nil {
@@ -65,8 +86,16 @@ func (l *Log) statDisk() (int64, error) {
 	l.disk.free.Store(free)
 	l.disk.total.Store(total)
 	l.disk.want.Store(want)
-	if want > free {
-		return want - free, nil
+	if want == 0 {
+		return 0, nil
+	}
+	avail := free - l.journalHeadroom()
+	need := want
+	if l.disk.low.Load() {
+		need += resumeMargin(want)
+	}
+	if need > avail {
+		return need - avail, nil
 	}
 	return 0, nil
 }
@@ -74,8 +103,8 @@ func (l *Log) statDisk() (int64, error) {
 // setDiskLow records the watermark state once retention did what it could.
 func (l *Log) setDiskLow(low bool) {
 	if low {
-		err := fmt.Errorf("%w: %d bytes free, at least %d wanted (wal.min_free_bytes, wal.min_free_percent)",
-			ErrDiskLow, l.disk.free.Load(), l.disk.want.Load())
+		err := fmt.Errorf("%w: %d bytes free (%d of them kept for the commit journal), at least %d wanted (wal.min_free_bytes, wal.min_free_percent)",
+			ErrDiskLow, l.disk.free.Load(), l.journalHeadroom(), l.disk.want.Load())
 		l.disk.lowErr.Store(&err)
 	}
 	if l.disk.low.Swap(low) != low {

@@ -3,9 +3,11 @@ package wal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -149,5 +151,109 @@ func TestDiskWatermark(t *testing.T) {
 	}
 	if _, err := l.Append(context.Background(), &Record{Device: "dev", Payload: []byte("after")}); err != nil {
 		t.Fatalf("append after space returned: %v", err)
+	}
+}
+
+// Space the commit journal's checkpoint frees does not lift a refusal: the
+// journal fills it again, so it counts as used, and appends resume only
+// once the free space is back above the watermark by resumeMargin.
+func TestDiskWatermarkJournalCheckpoint(t *testing.T) {
+	dir := mountTmpfs(t, "8m")
+	o := testOptions()
+	o.Durability = DurabilityInterval // rounds go through the commit journal
+	o.Partitions, o.HotPartitions = 1, 0
+	o.MaxBytes = 0
+	o.MinFreeBytes = 4 << 20
+	o.FullPolicy = Reject
+	// A filler brings the refusal before the journal's first checkpoint, so
+	// that the journal holds much more than resumeMargin when it comes.
+	filler := filepath.Join(dir, "filler")
+	if err := os.WriteFile(filler, make([]byte, 5<<19), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	l := openTest(t, filepath.Join(dir, "data"), o)
+	defer l.Close()
+	if err := l.Offsets().Commit("c", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Sixteen publishers at once: rounds carry many records.
+	var (
+		mu     sync.Mutex
+		lowErr error
+		last   Position
+		wg     sync.WaitGroup
+	)
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100000; i++ {
+				pos, err := l.Append(context.Background(), &Record{Device: fmt.Sprintf("dev-%d", g), Payload: make([]byte, 1000)})
+				mu.Lock()
+				if err != nil || lowErr != nil {
+					if lowErr == nil {
+						lowErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				last.Offset = max(last.Offset, pos.Offset)
+				mu.Unlock()
+				if i%50 == 0 {
+					if _, err := l.EnforceRetention(); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if !errors.Is(lowErr, ErrDiskLow) {
+		t.Fatalf("filling the disk ended with %v, want ErrDiskLow", lowErr)
+	}
+	held := l.journal.onDisk.Load()
+	if held <= resumeMargin(o.MinFreeBytes) {
+		t.Fatal("the commit journal holds nothing at the refusal: the test cannot see a checkpoint")
+	}
+	// A checkpoint now (nothing is unsynced: the committer is idle) frees
+	// what the journal held.
+	t.Logf("journal holds %d bytes at the refusal; free %d", held, l.disk.free.Load())
+	if err := l.journal.reset(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Health(); !errors.Is(err, ErrDiskLow) {
+		t.Fatalf("after a checkpoint freed %d journal bytes: health %v, want still below the watermark (free %d, want %d)",
+			held, err, l.disk.free.Load(), l.disk.want.Load())
+	}
+	// The consumer finishes everything and the filler goes: retention
+	// frees the segments, the space is back.
+	if err := l.Offsets().Commit("c", 0, last.Offset); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Health(); err != nil {
+		t.Fatalf("after retention freed space: %v", err)
+	}
+	if free, want := l.disk.free.Load()-l.journalHeadroom(), l.disk.want.Load(); free < want+resumeMargin(want) {
+		t.Fatalf("resumed with %d bytes free for data, want at least %d", free, want+resumeMargin(want))
+	}
+}
+
+func TestResumeMargin(t *testing.T) {
+	for _, c := range []struct{ want, margin int64 }{
+		{1 << 20, 256 << 10}, {4 << 20, 512 << 10}, {32 << 20, 4 << 20}, {1 << 30, 8 << 20},
+	} {
+		if got := resumeMargin(c.want); got != c.margin {
+			t.Errorf("resumeMargin(%d) = %d, want %d", c.want, got, c.margin)
+		}
 	}
 }

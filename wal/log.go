@@ -34,6 +34,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// offsetsLazyFactor: offset commits nobody waits for (the runners' periodic
+// flush) are fsynced within this many lazy_sync (5 s by default).
+const offsetsLazyFactor = 5
+
 // Errors of the log.
 var (
 	ErrClosed         = errors.New("wal: log closed")
@@ -51,6 +55,7 @@ type Log struct {
 	lock   *os.File
 
 	parts   []*partition
+	journal *journal // the commit journal (nil under durability none)
 	commit  *committer
 	drained sync.WaitGroup // writers that have not yet drained their closed queue
 	writers sync.WaitGroup // writer goroutines running
@@ -84,6 +89,7 @@ type rejectCounters struct {
 // OpenReport tells what Open found and repaired, per partition.
 type OpenReport struct {
 	Partitions      []PartitionReport
+	Journal         JournalReport
 	ScannedRecords  uint64 // records read to rebuild the device table
 	CheckpointFound bool
 	Duration        time.Duration
@@ -132,11 +138,14 @@ func Open(dir string, opts Options, logger *slog.Logger) (*Log, error) {
 	}
 	if err := l.open(); err != nil {
 		l.closeParts()
+		if l.journal != nil {
+			_ = l.journal.close()
+		}
 		_ = lock.Close()
 		return nil, err
 	}
 	l.report.Duration = time.Since(start)
-	l.commit = newCommitter(l.parts, &l.opts)
+	l.commit = newCommitter(l.parts, &l.opts, l.journal, l.logger)
 	for _, p := range l.parts {
 		l.drained.Add(1)
 		l.writers.Add(1)
@@ -169,6 +178,24 @@ func (l *Log) open() error {
 				"bad_tail_records", pr.BadTail, "bad_records_inside", pr.BadInside, "temp_files", pr.TempFiles)
 		}
 	}
+	// Records the partition files lost in a power cut come back from the
+	// commit journal before anything reads the partitions.
+	jrep, err := replayJournal(l.dir, l.parts, l.logger)
+	l.report.Journal = jrep
+	if err != nil {
+		return err
+	}
+	if jrep.Replayed > 0 || jrep.Gaps > 0 {
+		l.logger.Warn("commit journal replayed", "records", jrep.Replayed, "entries", jrep.Entries, "gaps", jrep.Gaps)
+	}
+	for i, p := range l.parts {
+		l.report.Partitions[i].Last = p.last.Load()
+	}
+	if l.opts.Durability != DurabilityNone {
+		if l.journal, err = openJournal(l.dir, l.logger); err != nil {
+			return err
+		}
+	}
 	devices, found, scanned, err := recoverDevices(l.dir, l.parts, l.opts.MaxDevices, l.logger)
 	if err != nil {
 		return err
@@ -179,7 +206,13 @@ func (l *Log) open() error {
 	if err := l.checkpoint(); err != nil {
 		return err
 	}
-	l.offsets, err = openOffsetStore(l.dir)
+	// Offsets nobody waits for are fsynced within offsetsLazyFactor ×
+	// lazy_sync: losing them costs redeliveries, never data.
+	lazy := l.opts.LazySync
+	if lazy <= 0 {
+		lazy = time.Second
+	}
+	l.offsets, err = openOffsetStore(l.dir, offsetsLazyFactor*lazy)
 	return err
 }
 
@@ -236,14 +269,14 @@ func (l *Log) Append(ctx context.Context, rec *Record) (Position, error) {
 }
 
 // AppendAsync queues rec and calls cb exactly once with its position when it is
-// durable, or with an error. cb runs on a partition's writer goroutine (or on
+// durable (when rec.NoWait: once it is written to the OS), or with an error. cb runs on a partition's writer goroutine (or on
 // the caller's goroutine when the append is refused at once) and must not
 // block; it is how bridges and connections acknowledge publishers after group
 // commit. The log reads rec until
 // cb is called. AppendAsync blocks only while the partition's queue is full.
 func (l *Log) AppendAsync(rec *Record, cb func(Position, error)) {
 	r := getReq()
-	r.rec, r.kind, r.cb = rec, KindData, cb
+	r.rec, r.kind, r.cb, r.lazy = rec, KindData, cb, rec.NoWait
 	if err := l.enqueue(context.Background(), r); err != nil {
 		putReq(r)
 		cb(Position{}, err)
@@ -312,6 +345,104 @@ func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 	}
 }
 
+// Sync returns once every record appended before it was called (records
+// nobody waits for, and those still queued for their partition's writer,
+// included) is durable under the durability mode: it puts a barrier into
+// every partition's queue, which waits for a commit round like an append
+// that waits, paced the same way.
+func (l *Log) Sync(ctx context.Context) error {
+	barriers := make([]*appendReq, len(l.parts))
+	for i := range l.parts {
+		r := &appendReq{barrier: true, done: make(chan struct{}, 1)}
+		if err := l.enqueueBarrier(ctx, i, r); err != nil {
+			return err
+		}
+		barriers[i] = r
+	}
+	for _, r := range barriers {
+		select {
+		case <-r.done:
+			if r.err != nil {
+				return r.err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// enqueueBarrier hands Sync's barrier r to partition p's writer, behind
+// every append queued before it.
+func (l *Log) enqueueBarrier(ctx context.Context, p int, r *appendReq) error {
+	for {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return ErrClosed
+		}
+		select {
+		case l.parts[p].reqs <- r:
+			l.mu.Unlock()
+			return nil
+		default:
+		}
+		l.mu.Unlock()
+		t := time.NewTimer(200 * time.Microsecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// WaitReadable waits until partition p has something to read from offset
+// from on: a durable record at from or after it, or retention having
+// removed from (First(p) > from). It returns false if ctx ends first.
+//
+// Readers see only durable records, so that nothing a consumer processed
+// can vanish in a power cut. A reader waiting here for records that are
+// written but not yet durable (records nobody waits for: Record.NoWait) is
+// therefore a waiter itself: it starts a commit round as a pub-ack does,
+// paced the same way (fsync_interval), and one round serves every waiting
+// reader and every partition. Records nobody reads wait for lazy_sync.
+func (l *Log) WaitReadable(ctx context.Context, p int, from uint64) bool {
+	pt, err := l.part(p)
+	if err != nil {
+		return false
+	}
+	registered := false
+	defer func() {
+		if registered {
+			pt.readers.Add(-1)
+		}
+	}()
+	for {
+		// Take the channel before looking, so that a move in between is not missed.
+		ch := pt.waitChan()
+		if pt.durable.Load() >= from || pt.first.Load() > from {
+			return true
+		}
+		if !registered {
+			// Counted before last is read: a writer that writes after
+			// this sees the reader (committer.state), one that wrote
+			// before is seen here.
+			pt.readers.Add(1)
+			registered = true
+		}
+		if pt.last.Load() >= from {
+			l.commit.kick()
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // Close stops the writers and the committer after they have made everything queued durable,
 // checkpoints the device table and releases the directory lock.
 func (l *Log) Close() error {
@@ -333,8 +464,16 @@ func (l *Log) Close() error {
 	<-l.bgDone
 	l.retMu.Lock() // a retention run started by a caller finishes first
 	l.retMu.Unlock()
-	errs := []error{l.checkpoint(), l.offsets.Flush()}
-	errs = append(errs, l.closeParts())
+	errs := []error{l.checkpoint(), l.offsets.close()}
+	perr := l.closeParts() // fsyncs every partition file
+	errs = append(errs, perr)
+	if l.journal != nil {
+		errs = append(errs, l.journal.close())
+		if perr == nil {
+			// Everything the journal held is in the files: start empty.
+			errs = append(errs, removeSegments(l.journal.dir))
+		}
+	}
 	errs = append(errs, l.lock.Close())
 	return errors.Join(errs...)
 }

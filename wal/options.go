@@ -13,9 +13,10 @@ const (
 	// DurabilityAlways fsyncs every group-commit batch before acknowledging it;
 	// fsync rounds run back to back.
 	DurabilityAlways Durability = "always"
-	// DurabilityInterval runs an fsync round once FsyncInterval has passed since
-	// the last one, or at once when CommitBytes are written and not yet synced;
-	// appends wait for their round.
+	// DurabilityInterval runs fsync rounds on demand: when an append waits for
+	// durability, at once or within FsyncInterval (a budget of one round per
+	// FsyncInterval); for records nobody waits for, within LazySync; back to
+	// back under load (CommitBytes). Appends wait for their round.
 	DurabilityInterval Durability = "interval"
 	// DurabilityNone acknowledges once the batch is written to the OS: survives a
 	// crash of edgeq (kill -9) but not a power cut.
@@ -48,10 +49,17 @@ type Options struct {
 	SegmentCache int
 	// Durability is always, interval (default) or none.
 	Durability Durability
-	// FsyncInterval is the shortest time between two fsync rounds under
-	// DurabilityInterval below CommitBytes (see there), and so about the
-	// longest an append waits for its round to start (default 10ms).
+	// FsyncInterval is the round budget under DurabilityInterval below
+	// CommitBytes (see there): one round per FsyncInterval on average, up to
+	// 4 back to back after a quiet spell, and so about the longest an append
+	// that waits for durability waits for its round to start (default 10ms).
 	FsyncInterval time.Duration
+	// LazySync bounds how long records nobody waits for (Record.NoWait: serial,
+	// Modbus, fire-and-forget publishes) stay unsynced under
+	// DurabilityInterval when no waiter starts a round: their worst-case loss
+	// window on a power cut (default 1s). A reader waiting for them
+	// (WaitReadable) is a waiter: they become visible within about one round.
+	LazySync time.Duration
 	// CommitBytes starts an fsync round under DurabilityInterval before
 	// FsyncInterval has passed: once CommitBytes have been written since the
 	// last round started, over all partitions; or under load, when they come
@@ -104,6 +112,7 @@ func DefaultOptions() Options {
 		SegmentCache:       1,
 		Durability:         DurabilityInterval,
 		FsyncInterval:      10 * time.Millisecond,
+		LazySync:           time.Second,
 		CommitBytes:        16 << 10,
 		SyncWorkers:        4,
 		MaxBatch:           1024,
@@ -137,6 +146,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("durability: %q, want always, interval or none", o.Durability))
 	}
 	check(o.FsyncInterval > 0 || o.Durability != DurabilityInterval, "fsync_interval: %v, want > 0", o.FsyncInterval)
+	check(o.LazySync > 0 || o.Durability != DurabilityInterval, "lazy_sync: %v, want > 0", o.LazySync)
 	check(o.CommitBytes >= 1<<10 && o.CommitBytes <= 64<<20, "commit_bytes: %s, want 1 KiB..64 MiB", sizeText(int64(o.CommitBytes)))
 	check(o.SyncWorkers >= 1 && o.SyncWorkers <= 64, "sync_workers: %d, want 1..64", o.SyncWorkers)
 	check(o.MaxBatch >= 1 && o.MaxBatch <= 1<<16, "max_batch: %d, want 1..65536", o.MaxBatch)

@@ -49,21 +49,40 @@ type partition struct {
 
 	segTimes map[uint64]int64 // newest ingest time per finished segment; guarded by mu
 
+	// firstBad: at open, the first record of the tail segment whose CRC fails
+	// with valid ones after it (a hole a power cut left in what was not
+	// fsynced); the commit journal's replay restores from there.
+	firstBad uint64
+
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced when durable or first moves
 
 	stats partitionStats
 
-	dirty     atomic.Bool   // has unsynced data the committer has not ordered synced yet
-	syncOrder chan struct{} // cap 1: the committer's order to fsync now
+	dirty      atomic.Bool   // has unsynced data the committer has not ordered synced yet
+	dirtySince atomic.Int64  // when the oldest unsynced data was written (committer time)
+	unckpt     atomic.Bool   // written since the last checkpoint: its file needs an fsync
+	syncOrder  chan struct{} // cap 1: the committer's order to fsync now
+	// readers waiting in WaitReadable for records past the durable mark:
+	// while the partition has unsynced records, they are waiters too.
+	readers atomic.Int32
 
 	// writer-owned
-	batch        twal.Batch
-	scratch      []byte
-	tailBytes    int          // bytes in the tail segment, to notice when tidwall cycles
-	pending      []*appendReq // written to the OS, waiting for the next fsync round
-	pendingBytes int
-	collectBuf   []*appendReq
+	batch     twal.Batch
+	tailBytes int          // bytes in the tail segment, to notice when tidwall cycles
+	pending   []*appendReq // waiters: written to the OS, waiting for the next fsync round
+	lazy      []*appendReq // written, nobody waits: completed right after the committer is told
+	counted   int          // waiters counted in the committer's waiting total
+	// Every record written since the last fsync, encoded (unsyncedBuf up to
+	// unsyncedEnds[i] is record i): a failed fsync leaves them in an unknown
+	// state, and they are written again from here, including records nobody
+	// waits for (their callers got them back at once).
+	unsyncedBuf   []byte
+	unsyncedEnds  []int
+	unsyncedN     int // records written since the last fsync
+	unsyncedBytes int // their bytes as framed on disk
+	collectBuf    []*appendReq
+	barriers      []*appendReq // Sync's markers of the batch being written
 }
 
 // FsyncBounds are the upper bounds of the fsync latency histogram.
@@ -165,7 +184,7 @@ func (p *partition) open() (openReport, error) {
 	}
 	// Frames that parse can still be garbage (zero fill, a sector of another
 	// file): validate the last segment's records by CRC and cut an invalid tail.
-	validLast, badInside, err := validateTail(p.dir)
+	validLast, badInside, firstBad, err := validateTail(p.dir)
 	if err != nil {
 		_ = l.Close()
 		return rep, fmt.Errorf("wal: validate partition %d: %w", p.id, err)
@@ -186,6 +205,9 @@ func (p *partition) open() (openReport, error) {
 		}
 	}
 	rep.BadInside = badInside
+	if badInside > 0 {
+		p.firstBad = firstBad // the commit journal may hold those records
+	}
 	if err := fsutil.SyncDir(p.dir); err != nil {
 		_ = l.Close()
 		return rep, err
@@ -211,21 +233,24 @@ func (p *partition) open() (openReport, error) {
 // validateTail checks the CRC of every record in the last segment. It returns
 // the index of the last valid record (everything after it is a bad tail) and the
 // number of bad records before it.
-func validateTail(dir string) (validLast uint64, badInside uint64, err error) {
+func validateTail(dir string) (validLast, badInside, firstBad uint64, err error) {
 	segs, err := listSegments(dir)
 	if err != nil || len(segs) == 0 {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	tail := segs[len(segs)-1]
 	data, err := readFile(tail.path)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	validLast = tail.first - 1
 	var bad uint64
 	var rec Record
 	scanFrames(data, math.MaxUint64, func(i uint64, frame []byte) {
 		if DecodeRecord(frame, &rec) != nil {
+			if firstBad == 0 {
+				firstBad = tail.first + i
+			}
 			bad++
 			return
 		}
@@ -233,7 +258,7 @@ func validateTail(dir string) (validLast uint64, badInside uint64, err error) {
 		bad = 0
 		validLast = tail.first + i
 	})
-	return validLast, badInside, nil
+	return validLast, badInside, firstBad, nil
 }
 
 // refreshSize recounts the bytes of all segment files and returns the size of
@@ -269,20 +294,57 @@ func (p *partition) waitChan() <-chan struct{} {
 	return ch
 }
 
-// writeReqs encodes reqs and writes them as one tidwall batch (one write to
-// the OS, no fsync). On error the partition is cut back to its last good
-// record and reopened. It returns the bytes written.
+// writeReqs encodes reqs, assigns their positions and writes them as one
+// tidwall batch (one write to the OS, no fsync). On error the partition is
+// cut back to its last good record and reopened. It returns the bytes
+// written.
 func (p *partition) writeReqs(reqs []*appendReq) (int, error) {
+	from := len(p.unsyncedEnds)
 	next := p.last.Load() + 1
+	for i, r := range reqs {
+		p.unsyncedBuf = r.encode(p.unsyncedBuf)
+		p.unsyncedEnds = append(p.unsyncedEnds, len(p.unsyncedBuf))
+		r.pos = Position{Partition: p.id, Offset: next + uint64(i), Seq: r.seq}
+	}
+	n, err := p.writeFrames(from)
+	if err != nil {
+		p.dropFrames(from)
+	}
+	return n, err
+}
+
+// dropFrames forgets the encoded records from index from on.
+func (p *partition) dropFrames(from int) {
+	if from == 0 {
+		p.unsyncedBuf = p.unsyncedBuf[:0]
+	} else {
+		p.unsyncedBuf = p.unsyncedBuf[:p.unsyncedEnds[from-1]]
+	}
+	p.unsyncedEnds = p.unsyncedEnds[:from]
+}
+
+// frame returns encoded record i of the unsynced ones.
+func (p *partition) frame(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = p.unsyncedEnds[i-1]
+	}
+	return p.unsyncedBuf[start:p.unsyncedEnds[i]]
+}
+
+// writeFrames writes the unsynced records from index from on as one tidwall
+// batch after p.last.
+func (p *partition) writeFrames(from int) (int, error) {
+	next := p.last.Load() + 1
+	count := len(p.unsyncedEnds) - from
 	p.batch.Clear()
 	var bytes int
 	tail := p.tailBytes
 	cycled := false
-	for i, r := range reqs {
-		p.scratch = r.encode(p.scratch[:0])
-		p.batch.Write(next+uint64(i), p.scratch)
-		r.pos = Position{Partition: p.id, Offset: next + uint64(i), Seq: r.seq}
-		frame := len(p.scratch) + uvarintLen(uint64(len(p.scratch)))
+	for i := 0; i < count; i++ {
+		data := p.frame(from + i)
+		p.batch.Write(next+uint64(i), data)
+		frame := len(data) + uvarintLen(uint64(len(data)))
 		bytes += frame
 		// Mirror tidwall's cycling (wal.go writeBatch): a new tail segment is
 		// started once the tail reaches SegmentSize.
@@ -309,7 +371,7 @@ func (p *partition) writeReqs(reqs []*appendReq) (int, error) {
 		p.mu.Lock()
 		var err error
 		if p.stale.Swap(false) {
-			err = p.reopenLocked(next + uint64(len(reqs)) - 1)
+			err = p.reopenLocked(next + uint64(count) - 1)
 		} else {
 			_ = p.log.ClearCache()
 		}
@@ -319,8 +381,8 @@ func (p *partition) writeReqs(reqs []*appendReq) (int, error) {
 			return 0, p.recover(p.last.Load(), err)
 		}
 	}
-	p.last.Store(next + uint64(len(reqs)) - 1)
-	p.stats.appends.Add(uint64(len(reqs)))
+	p.last.Store(next + uint64(count) - 1)
+	p.stats.appends.Add(uint64(count))
 	p.stats.appendBytes.Add(uint64(bytes))
 	p.stats.batches.Add(1)
 	return bytes, nil
@@ -346,9 +408,11 @@ func (p *partition) reopenLocked(last uint64) error {
 	return nil
 }
 
-// write writes a batch of new appends and adds them to pending. One retry
-// covers a transient error (the handle was repaired back to the last good
-// record); a persistent one (ENOSPC) fails the batch at once.
+// write writes a batch of new appends: those nobody waits for go to lazy,
+// to be completed once the committer knows of them (the log no longer reads
+// their records), the others wait in pending for the next fsync round. One retry covers a transient error (the
+// handle was repaired back to the last good record); a persistent one
+// (ENOSPC) fails the batch at once.
 func (p *partition) write(batch []*appendReq) {
 	n, err := p.writeReqs(batch)
 	if err != nil {
@@ -358,31 +422,61 @@ func (p *partition) write(batch []*appendReq) {
 		completeAll(batch, err)
 		return
 	}
-	p.pending = append(p.pending, batch...)
-	p.pendingBytes += n
+	p.unsyncedN += len(batch)
+	p.unsyncedBytes += n
+	for _, r := range batch {
+		if r.lazy && p.opts.Durability != DurabilityNone {
+			p.lazy = append(p.lazy, r) // completed once the committer knows of them
+		} else {
+			p.pending = append(p.pending, r)
+		}
+	}
+}
+
+// completeLazy hands back the written records nobody waits for.
+func (p *partition) completeLazy() {
+	completeAll(p.lazy, nil)
+	clear(p.lazy)
+	p.lazy = p.lazy[:0]
 }
 
 // commit completes pending: after an fsync (sync true) or, under
 // durability none, as written to the OS.
-func (p *partition) commit(sync bool) {
+func (p *partition) commit(c *committer, sync bool) {
 	if sync {
 		p.flush(p.pending)
 	} else {
 		p.publishDurable(p.last.Load())
 		completeAll(p.pending, nil)
 	}
+	p.finish(c)
+}
+
+// finish forgets pending and the unsynced records once they are completed.
+func (p *partition) finish(c *committer) {
+	if p.counted > 0 {
+		c.waiting.Add(-int64(p.counted))
+		p.counted = 0
+	}
 	clear(p.pending) // drop the references: requests go back to their pool
 	p.pending = p.pending[:0]
-	p.pendingBytes = 0
+	p.unsyncedN, p.unsyncedBytes = 0, 0
+	p.dropFrames(0)
+	if cap(p.unsyncedBuf) > maxRetainedFrames {
+		p.unsyncedBuf, p.unsyncedEnds = nil, nil
+	}
 }
+
+// maxRetainedFrames is the largest unsynced-record buffer kept for reuse.
+const maxRetainedFrames = 1 << 20
 
 // flush fsyncs and completes pending appends. On a failed fsync the data
 // written since the last good fsync is in an unknown state: cut back to the
-// durable mark, write the pending records again and fsync once more.
+// durable mark, write the unsynced records again and fsync once more.
 func (p *partition) flush(pending []*appendReq) {
 	err := p.sync()
 	if err != nil {
-		if _, err = p.writeReqs(pending); err == nil {
+		if _, err = p.writeFrames(0); err == nil {
 			err = p.sync()
 		}
 	}
@@ -391,6 +485,20 @@ func (p *partition) flush(pending []*appendReq) {
 		p.publishDurable(p.last.Load())
 	}
 	completeAll(pending, err)
+}
+
+// syncFile fsyncs the partition file at a checkpoint (its records are
+// durable in the journal already).
+func (p *partition) syncFile() error {
+	start := time.Now()
+	err := p.log.Sync()
+	p.stats.fsyncLatency.Observe(time.Since(start))
+	p.stats.fsyncs.Add(1)
+	if err != nil {
+		p.stats.writeErrors.Add(1)
+		p.logger.Error("checkpoint fsync", "err", err)
+	}
+	return err
 }
 
 func (p *partition) sync() error {

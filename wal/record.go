@@ -84,6 +84,11 @@ type Record struct {
 	MoveRef Ref
 	// MoveTarget is the partition a move marker sends the device to.
 	MoveTarget int
+	// NoWait is not stored: it tells Append that nobody waits for this
+	// record's durability (a serial line, a Modbus poll, a fire-and-forget
+	// publish). Its callback comes once it is written to the OS, and it is
+	// fsynced with the next commit round, at the latest after lazy_sync.
+	NoWait bool
 }
 
 // Errors returned by the codec and by device ID validation.

@@ -42,8 +42,11 @@ type Stats struct {
 	// Rejected appends by reason: bad_device_id, too_large, too_many_devices,
 	// full, disk_low, closed.
 	Rejected map[string]uint64
-	// Commit is the node-wide commit schedule: fsync rounds, fsyncs, bytes.
+	// Commit is the node-wide commit schedule: fsync rounds, fsyncs, bytes
+	// (the offsets journal's included).
 	Commit CommitStats
+	// Offsets is the offsets journal's I/O.
+	Offsets OffsetStats
 }
 
 // Stats returns counters and positions of every partition.
@@ -78,6 +81,10 @@ func (l *Log) Stats() Stats {
 		s.Partitions = append(s.Partitions, ps)
 	}
 	s.Commit = l.commit.stats(s.Partitions)
+	os := l.offsets.Stats()
+	s.Commit.Fsyncs += os.Fsyncs
+	s.Commit.WrittenBytes += os.WrittenBytes
+	s.Offsets = os
 	l.mu.Lock()
 	s.Devices = l.devices.Len()
 	l.mu.Unlock()

@@ -326,6 +326,7 @@ func (b *Bus) finish(ctx context.Context, d *device, p *poll) {
 	pr.rec.Device = d.cfg.Device
 	pr.rec.Source = b.source
 	pr.rec.Payload = d.appendRecord(pr.rec.Payload[:0], p)
+	pr.rec.NoWait = true // a poll acknowledges nobody: it rides on the next commit round
 	d.remember(p)
 	b.outstanding.Add(1)
 	b.app.AppendAsync(&pr.rec, pr.done)

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -102,6 +103,12 @@ type logContent struct {
 // readLog reads every partition of l from its first offset.
 func readLog(t testing.TB, l *wal.Log) logContent {
 	t.Helper()
+	// QoS 0 records wait for nobody: make them durable (readable) first.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
 	c := logContent{
 		count: make(map[msgKey]int), perDev: make(map[string][]int), seqs: make(map[string][]uint64),
 		sources: make(map[string]int), topicHdr: make(map[string]int),

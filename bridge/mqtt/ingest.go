@@ -129,6 +129,8 @@ func (b *Bridge) ingest(in inbound) {
 		Source:  b.source,
 		Headers: b.recordHeaders(m.Topic()),
 		Payload: m.Payload(), // paho's buffer, untouched until done
+		// QoS 0 is acked to nobody: it rides on the next commit round.
+		NoWait: m.Qos() == 0,
 	}
 	b.app.AppendAsync(rec, func(_ wal.Position, err error) { b.appended(in, idx, err) })
 }

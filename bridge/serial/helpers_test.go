@@ -166,6 +166,12 @@ func waitStored(t testing.TB, p *Port, n uint64) {
 // readAll reads every durable record of every partition, copied.
 func readAll(t testing.TB, l *wal.Log) []wal.Record {
 	t.Helper()
+	// Serial records wait for nobody: make them durable (readable) first.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var out []wal.Record
 	for p := range l.NumPartitions() {
 		for from := uint64(1); ; {

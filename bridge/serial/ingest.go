@@ -43,6 +43,7 @@ func (p *Port) handleFrame(frame []byte, drop DropReason) {
 	pr.rec.Device = device
 	pr.rec.Source = p.source
 	pr.rec.Headers = p.headers
+	pr.rec.NoWait = true // a serial line acknowledges nobody: it rides on the next commit round
 	p.outstanding.Add(1)
 	p.app.AppendAsync(&pr.rec, pr.done)
 }

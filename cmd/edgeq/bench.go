@@ -46,14 +46,16 @@ type benchResult struct {
 // jspush mode runs the same workload against nats-server's JetStream (a
 // file-store stream, PublishAsync with the same window, a push deliver group
 // with explicit acks), so the peers are measured with the same client code.
-// jetstream mode is the ordered workload of bench_jetstream.go.
+// jetstream mode is the ordered workload of bench_jetstream.go. nowait mode
+// is durable mode with publishes nobody waits for (no reply subject), as a
+// serial line or a Modbus poller ingests.
 func runBench(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cf clientFlags
 	cf.register(fs)
 	mode := fs.String("mode", "durable", "durable (edgeq: pub-acks, queue group with acks), core (plain NATS subjects, e.g. against nats-server), "+
-		"jspush (nats-server -js: stream, PublishAsync, push deliver group with acks) or jetstream (the ordered workload through the jetstream package: edgeq's pull consumer, and with --peer nats-server's pull consumer and its ordered partition workaround)")
+		"jspush (nats-server -js: stream, PublishAsync, push deliver group with acks), nowait (edgeq: durable without pub-acks, as serial ingest) or jetstream (the ordered workload through the jetstream package: edgeq's pull consumer, and with --peer nats-server's pull consumer and its ordered partition workaround)")
 	msgs := fs.Int("msgs", 100_000, "messages to publish")
 	devices := fs.Int("devices", 1000, "distinct devices")
 	size := fs.Int("size", 150, "payload bytes (at least 16)")
@@ -72,7 +74,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch *mode {
-	case "durable", "core", "jspush":
+	case "durable", "core", "jspush", "nowait":
 	case "jetstream":
 		if *pubs < 1 || *workers < 1 || *devices < 1 || *msgs < 1 || *partitions < 1 || *window < 1 {
 			fmt.Fprintln(stderr, "edgeq bench: --msgs, --devices, --publishers, --workers, --window and --partitions must be at least 1")
@@ -81,7 +83,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return runBenchJetStream(cf, *peer, jsOrderedSpec{total: *msgs, devices: *devices, size: max(*size, 16), pubs: *pubs, workers: *workers,
 			window: *window, maxAckPending: *maxAckPending, partitions: *partitions}, *asJSON, stdout, stderr)
 	default:
-		fmt.Fprintln(stderr, "edgeq bench: --mode is durable, core, jspush or jetstream")
+		fmt.Fprintln(stderr, "edgeq bench: --mode is durable, nowait, core, jspush or jetstream")
 		return 2
 	}
 	*size = max(*size, 16)
@@ -137,7 +139,7 @@ func bench(cf, wf clientFlags, sp benchSpec, progress io.Writer) (benchResult, e
 		res.WorkerServer = wf.server
 	}
 	prefix := cf.prefix
-	if mode != "durable" {
+	if mode != "durable" && mode != "nowait" {
 		prefix = "bench"
 	}
 	latencies := make([]int64, total) // indexed by message number: bounded by --msgs

@@ -300,6 +300,10 @@ type WAL struct {
 	SegmentSize   ByteSize       `yaml:"segment_size"`
 	Durability    wal.Durability `yaml:"durability"`
 	FsyncInterval time.Duration  `yaml:"fsync_interval"`
+	// LazySync: the longest records nobody waits for (serial, Modbus,
+	// fire-and-forget publishes) stay unsynced when no reader waits for
+	// them either: their loss window on a power cut.
+	LazySync time.Duration `yaml:"lazy_sync"`
 	// CommitBytes: bytes written since the last fsync round that start the
 	// next one before fsync_interval (and the load rule's threshold).
 	CommitBytes ByteSize       `yaml:"commit_bytes"`
@@ -487,6 +491,7 @@ func Default() Config {
 			SegmentSize:   ByteSize(w.SegmentSize),
 			Durability:    w.Durability,
 			FsyncInterval: w.FsyncInterval,
+			LazySync:      w.LazySync,
 			CommitBytes:   ByteSize(w.CommitBytes),
 			MaxBytes:      ByteSize(w.MaxBytes),
 			FullPolicy:    w.FullPolicy,
@@ -521,6 +526,7 @@ func (c *Config) WALOptions() wal.Options {
 	o.SegmentSize = int(c.WAL.SegmentSize)
 	o.Durability = c.WAL.Durability
 	o.FsyncInterval = c.WAL.FsyncInterval
+	o.LazySync = c.WAL.LazySync
 	o.CommitBytes = int(c.WAL.CommitBytes)
 	o.MaxBytes = int64(c.WAL.MaxBytes)
 	o.MaxAge = c.WAL.MaxAge

@@ -500,7 +500,9 @@ func (r *Registry) ReadPartition(ctx context.Context, partition int, from uint64
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	return readWhenDurable(ctx, r.log, partition, from, maxMsgs, maxBytes)
+	// A peer leader's fetch: its members' credit is not known here, so it
+	// counts as wanted.
+	return readWhenDurable(ctx, r.log, partition, from, maxMsgs, maxBytes, nil)
 }
 
 // Durable is the durable offset of a local partition.

@@ -375,6 +375,7 @@ func (r *Registry) startRunner(g *group) {
 		done:       make(chan struct{}),
 		members:    map[queue.MemberID]Member{},
 		fetchers:   map[int]*fetcher{},
+		want:       newDemand(),
 		remotes:    map[int]*remoteFetcher{},
 		attached:   map[string]bool{},
 		peerParts:  map[string]int{},

@@ -81,6 +81,7 @@ type runner struct {
 
 	members  map[queue.MemberID]Member // bound: queue.Config.MaxMembers
 	fetchers map[int]*fetcher
+	want     *demand                // a member has credit left: fetchers' waits start commit rounds
 	remotes  map[int]*remoteFetcher // by partition ID; bound: queue.Config.MaxPartitions
 
 	// Cluster: peers whose partitions are in the core or being positioned,
@@ -206,7 +207,7 @@ func (r *runner) run(peers []string) {
 		case <-timer.C:
 			_ = r.core.Tick(time.Now())
 		case <-flush.C:
-			r.flushOffsets()
+			r.flushOffsetsLazy()
 			r.commitRemote(ctx)
 		case <-stats.C:
 			r.snapshotStats(true)
@@ -287,6 +288,7 @@ func (r *runner) handle(ctx context.Context, ev event, now time.Time) {
 // dead letters, deliveries, fetches, commits, drained. It reports whether the
 // group has drained.
 func (r *runner) apply(ctx context.Context) bool {
+	defer func() { r.want.set(r.core.HasCredit()) }()
 	for r.core.HasReady() {
 		rd := r.core.Ready()
 		for i := range rd.DeadLetter {
@@ -481,11 +483,25 @@ func (r *runner) fetch(ctx context.Context, f queue.Fetch) {
 	}
 	fe, ok := r.fetchers[f.Partition]
 	if !ok {
-		fe = newFetcher(r.log, f.Partition, r.results, r.logger)
+		fe = newFetcher(r.log, f.Partition, r.results, r.want, r.logger)
 		r.fetchers[f.Partition] = fe
 		go fe.run(ctx)
 	}
 	fe.requests <- f
+}
+
+// flushOffsetsLazy writes the commits without waiting for their fsync (the
+// offset store syncs them within lazy_sync): nobody waits on a periodic
+// flush, and a lost commit only means a redelivery.
+func (r *runner) flushOffsetsLazy() {
+	if !r.dirty {
+		return
+	}
+	if err := r.log.Offsets().FlushLazy(); err != nil {
+		r.logger.Error("flush offsets", "err", err)
+		return
+	}
+	r.dirty = false
 }
 
 func (r *runner) flushOffsets() {

@@ -104,6 +104,18 @@ func (t *Tail) follow(ctx context.Context, p int) {
 				break
 			}
 		}
+		t.mu.RLock()
+		n := len(t.subs)
+		t.mu.RUnlock()
+		if n > 0 && next == durable+1 {
+			// Caught up with subscribers: wait as a reader, whose wait
+			// makes records nobody waited for durable (and so visible) in
+			// the next commit round rather than after lazy_sync.
+			if !t.log.WaitReadable(ctx, p, next) {
+				return
+			}
+			continue
+		}
 		select {
 		case <-wake:
 		case <-ctx.Done():

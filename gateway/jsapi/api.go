@@ -1,6 +1,7 @@
 package jsapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -377,7 +378,17 @@ func (s *Service) accountInfo() []byte {
 
 // streamInfo describes the log as stream v; first/last follow the stream
 // sequence (offset-major), times are those of the records there.
+//
+// A message stored before the request is counted, as JetStream counts it,
+// even one published without a reply subject (wal.Record.NoWait): the log
+// shows only durable records, so the answer first waits (a bounded while)
+// for a commit round that covers everything appended so far.
 func (s *Service) streamInfo(v streamView) jetstream.StreamInfo {
+	ctx, cancel := context.WithTimeout(context.Background(), streamInfoSync)
+	if err := s.log.Sync(ctx); err != nil {
+		s.logger.Debug("stream info: sync", "err", err)
+	}
+	cancel()
 	var st jetstream.StreamState
 	firstSet := false
 	for p := 0; p < s.log.NumPartitions(); p++ {
@@ -474,6 +485,9 @@ func (s *Service) KVPrefix() string {
 	}
 	return "$KV." + s.cfg.KVBucket + "."
 }
+
+// streamInfoSync bounds how long stream info waits for a commit round.
+const streamInfoSync = 2 * time.Second
 
 func (s *Service) recordTime(p int, off uint64) time.Time {
 	b, err := s.log.Read(p, off, 1, 1)

@@ -224,7 +224,7 @@ var help = map[string]string{
 	"edgeq_wal_commit_round_duration_seconds":         "Wall time of one commit round: its fsyncs, some of them in parallel.",
 	"edgeq_wal_commit_round_records_total":            "Records made durable by commit rounds; divided by the rounds, the mean round size.",
 	"edgeq_wal_commit_rounds_total":                   "Group-commit rounds: each one fsyncs every partition with unsynced appends, then acknowledges them.",
-	"edgeq_wal_fsyncs_total":                          "fsync calls on the log's segment files, all partitions together.",
+	"edgeq_wal_fsyncs_total":                          "fsync calls on the log's segment files (all partitions together) and its offsets journal.",
 	"edgeq_wal_written_bytes_total":                   "Bytes the log wrote to the OS (page cache), all partitions together, rewrites after a write error included.",
 	"edgeq_nsq_accepted_connections_total":            "NSQ client connections accepted.",
 	"edgeq_nsq_acks_total":                            "NSQ consumers' answers, by command: FIN (ack), REQ (nak with delay), TOUCH (in progress).",

@@ -395,6 +395,9 @@ func (c *conn) ingest(op *natsproto.Op) {
 			rec.Headers = append(rec.Headers, wal.Header{Key: string(k), Value: string(v)})
 		}
 	}
+	// Without a reply subject nobody waits for durability: the record
+	// rides on the next commit round (wal.Record.NoWait).
+	rec.NoWait = reply == ""
 	s := c.s
 	stream := ""
 	if js != nil {

@@ -72,6 +72,10 @@ type PartitionStats struct {
 
 // Stats returns a snapshot. It allocates its slices; members are listed in
 // join order (slots are reused after a leave).
+// HasCredit reports whether a live member could take a delivery now (its
+// in-flight count is below its credit).
+func (g *Group) HasCredit() bool { return len(g.members.withCredit) > 0 }
+
 func (g *Group) Stats() Stats {
 	c := &g.counters
 	s := Stats{
