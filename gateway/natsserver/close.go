@@ -1,48 +1,26 @@
 package natsserver
 
-// CloseReason says why a client connection ended, as nats-server's
-// ClosedState does; every close is counted by reason.
-type CloseReason uint8
+import "edgeq/internal/connset"
+
+// CloseReason says why a client connection ended (shared by the TCP front
+// ends: see connset).
+type CloseReason = connset.CloseReason
 
 const (
-	ClosedByClient       CloseReason = iota // the client closed it, or the connection broke while reading
-	ClosedWriteError                        // a write failed (not a timeout)
-	ClosedAuthViolation                     // bad credentials, or an operation before CONNECT
-	ClosedAuthTimeout                       // no CONNECT within auth_timeout
-	ClosedProtocolError                     // the client broke the protocol (parser error, max payload, ...)
-	ClosedSlowConsumer                      // pending output over max_pending
-	ClosedWriteTimeout                      // a write did not finish within write_deadline
-	ClosedStale                             // pings unanswered
-	ClosedServerShutdown                    // the node stops
-	ClosedTLSHandshake                      // the TLS handshake failed (plaintext client, bad or missing certificate)
-	numCloseReasons
+	ClosedByClient       = connset.ClosedByClient
+	ClosedWriteError     = connset.ClosedWriteError
+	ClosedAuthViolation  = connset.ClosedAuthViolation
+	ClosedAuthTimeout    = connset.ClosedAuthTimeout
+	ClosedProtocolError  = connset.ClosedProtocolError
+	ClosedSlowConsumer   = connset.ClosedSlowConsumer
+	ClosedWriteTimeout   = connset.ClosedWriteTimeout
+	ClosedStale          = connset.ClosedStale
+	ClosedServerShutdown = connset.ClosedServerShutdown
+	ClosedTLSHandshake   = connset.ClosedTLSHandshake
 )
 
-var closeReasonNames = [numCloseReasons]string{
-	"client", "write_error", "auth_violation", "auth_timeout", "protocol_error",
-	"slow_consumer", "write_timeout", "stale", "server_shutdown", "tls_handshake",
-}
-
-func (r CloseReason) String() string {
-	if r < numCloseReasons {
-		return closeReasonNames[r]
-	}
-	return "unknown"
-}
-
 // CloseReasons lists every reason in order, for metrics.
-func CloseReasons() []CloseReason {
-	out := make([]CloseReason, numCloseReasons)
-	for i := range out {
-		out[i] = CloseReason(i)
-	}
-	return out
-}
+func CloseReasons() []CloseReason { return connset.CloseReasons() }
 
 // Closed returns how many connections closed for reason r.
-func (s *Stats) Closed(r CloseReason) uint64 {
-	if r >= numCloseReasons {
-		return 0
-	}
-	return s.closed[r].Load()
-}
+func (s *Stats) Closed(r CloseReason) uint64 { return s.closes.Closed(r) }

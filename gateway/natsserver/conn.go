@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsproto"
 	"edgeq/gateway/queue"
+	"edgeq/internal/connset"
 )
 
 // conn is one client connection: a reader goroutine that parses and handles
@@ -25,11 +25,9 @@ type conn struct {
 	authed bool
 	perms  *Permissions // the user's; nil: everything (reader goroutine only)
 
-	mu      sync.Mutex
-	out     []byte // pending output; bound: cfg.MaxPending
-	spare   []byte
-	closed  bool
-	wake    chan struct{} // cap 1: output pending or closing
+	// The outbox's lock also guards the scratch buffers below and nc
+	// (a TLS upgrade replaces it). Its Out is bound by cfg.MaxPending.
+	connset.Outbox
 	pingsOn atomic.Int32
 
 	subs      map[string]*sub      // by sid; guarded by Server.subsMu; bound: cfg.MaxSubscriptions
@@ -77,8 +75,10 @@ func newConn(s *Server, id uint64, nc net.Conn) *conn {
 		MaxPayload:     s.cfg.MaxPayload,
 		ScratchRetain:  16 << 10,
 	})
-	return &conn{s: s, id: id, nc: nc, parser: p, wake: make(chan struct{}, 1), subs: map[string]*sub{},
+	c := &conn{s: s, id: id, nc: nc, parser: p, subs: map[string]*sub{},
 		members: map[string]*sub{}, jsMembers: map[string]*jsMember{}, opts: natsproto.ConnectOptions{Echo: true}}
+	c.Init()
+	return c
 }
 
 func (c *conn) serve() {
@@ -87,7 +87,7 @@ func (c *conn) serve() {
 		var ok bool
 		if infoSent, ok = c.upgradeTLS(); !ok {
 			c.close(ClosedTLSHandshake, "", nil)
-			c.s.removeConn(c)
+			c.s.conns.Remove(c.id)
 			return
 		}
 	}
@@ -97,7 +97,7 @@ func (c *conn) serve() {
 		c.close(ClosedByClient, "", nil)
 		<-writerDone
 		c.cleanup()
-		c.s.removeConn(c)
+		c.s.conns.Remove(c.id)
 	}()
 	if !infoSent {
 		c.write(c.s.info(c))
@@ -160,42 +160,27 @@ func (c *conn) protocolError(err error) bool {
 
 // write queues protocol output that must not be dropped (INFO, PONG, +OK,
 // -ERR); it counts against the pending limit like messages do.
-func (c *conn) write(b []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	c.out = append(c.out, b...)
-	c.signal()
-}
+func (c *conn) write(b []byte) { c.Append(b) }
 
 func (c *conn) sendErr(text string) { c.write(natsproto.AppendErr(nil, text)) }
-
-func (c *conn) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
 
 // sendMsg queues a message for sb. It never blocks: a connection whose
 // pending output would pass the limit is closed as a slow consumer and the
 // message is refused (a queue group then gives it to another member).
 func (c *conn) sendMsg(sb *sub, subject, reply string, header, payload []byte) bool {
 	size := len(subject) + len(reply) + len(sb.sid) + len(header) + len(payload) + 48
-	c.mu.Lock()
+	c.Lock()
 	if !c.reserve(size) {
-		c.mu.Unlock()
+		c.Unlock()
 		return false
 	}
 	if header != nil && c.opts.Headers {
-		c.out = natsproto.AppendHMsg(c.out, subject, sb.sid, reply, header, payload)
+		c.Out = natsproto.AppendHMsg(c.Out, subject, sb.sid, reply, header, payload)
 	} else {
-		c.out = natsproto.AppendMsg(c.out, subject, sb.sid, reply, payload)
+		c.Out = natsproto.AppendMsg(c.Out, subject, sb.sid, reply, payload)
 	}
-	c.signal()
-	c.mu.Unlock()
+	c.Signal()
+	c.Unlock()
 	c.sent(sb, len(payload))
 	return true
 }
@@ -206,7 +191,7 @@ func (c *conn) sendMsg(sb *sub, subject, reply string, header, payload []byte) b
 // buffers (no allocation per message).
 func (c *conn) sendDelivery(sb *sub, d *groups.Delivery) bool {
 	rec := d.Record
-	c.mu.Lock()
+	c.Lock()
 	c.subjBuf = append(append(append(c.subjBuf[:0], c.s.cfg.TelemetryPrefix...), '.'), rec.Device...)
 	c.replyBuf = c.replyBuf[:0]
 	switch {
@@ -222,17 +207,17 @@ func (c *conn) sendDelivery(sb *sub, d *groups.Delivery) bool {
 	c.hdrBuf = appendDeliveryHeader(c.hdrBuf[:0], d)
 	size := len(c.subjBuf) + len(c.replyBuf) + len(sb.sid) + len(c.hdrBuf) + len(rec.Payload) + 48
 	if !c.reserve(size) {
-		c.mu.Unlock()
+		c.Unlock()
 		return false
 	}
 	subject, reply := unsafeString(c.subjBuf), unsafeString(c.replyBuf)
 	if c.opts.Headers {
-		c.out = natsproto.AppendHMsg(c.out, subject, sb.sid, reply, c.hdrBuf, rec.Payload)
+		c.Out = natsproto.AppendHMsg(c.Out, subject, sb.sid, reply, c.hdrBuf, rec.Payload)
 	} else {
-		c.out = natsproto.AppendMsg(c.out, subject, sb.sid, reply, rec.Payload)
+		c.Out = natsproto.AppendMsg(c.Out, subject, sb.sid, reply, rec.Payload)
 	}
-	c.signal()
-	c.mu.Unlock()
+	c.Signal()
+	c.Unlock()
 	c.sent(sb, len(rec.Payload))
 	return true
 }
@@ -241,14 +226,14 @@ func (c *conn) sendDelivery(sb *sub, d *groups.Delivery) bool {
 // connection is closed at once as a slow consumer (the socket work happens
 // elsewhere: the caller may be a queue group's goroutine). Called with mu.
 func (c *conn) reserve(size int) bool {
-	if c.closed {
+	if c.Closed {
 		return false
 	}
-	if len(c.out)+size <= c.s.cfg.MaxPending {
+	if len(c.Out)+size <= c.s.cfg.MaxPending {
 		return true
 	}
-	c.closed = true
-	c.signal()
+	c.Closed = true
+	c.Signal()
 	go c.finishClose(ClosedSlowConsumer, "pending bytes over max_pending", errors.New("Slow Consumer"))
 	return false
 }
@@ -274,7 +259,7 @@ func (c *conn) writer(done chan<- struct{}) {
 	defer ping.Stop()
 	for {
 		select {
-		case <-c.wake:
+		case <-c.Wake():
 		case <-ping.C:
 			if c.pingsOn.Add(1) > int32(c.s.cfg.MaxPingsOut) {
 				c.close(ClosedStale, "pings unanswered", errors.New("Stale Connection"))
@@ -283,32 +268,16 @@ func (c *conn) writer(done chan<- struct{}) {
 			c.write(natsproto.AppendPing(nil))
 			continue
 		}
-		c.mu.Lock()
-		buf := c.out
-		c.out = c.spare[:0]
-		closed := c.closed
-		c.mu.Unlock()
-		if len(buf) > 0 {
-			_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteDeadline))
-			if _, err := c.nc.Write(buf); err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					c.close(ClosedWriteTimeout, "write deadline exceeded", nil)
-				} else {
-					c.close(ClosedWriteError, err.Error(), nil)
-				}
-				return
+		// nc is set for good before the writer starts (after a TLS upgrade).
+		closed, err := c.Flush(c.nc, c.s.cfg.WriteDeadline, nil)
+		if err != nil {
+			if connset.TimedOut(err) {
+				c.close(ClosedWriteTimeout, "write deadline exceeded", nil)
+			} else {
+				c.close(ClosedWriteError, err.Error(), nil)
 			}
+			return
 		}
-		// Keep the written buffer for the next swap unless it grew large
-		// (a burst): then let it go, so an idle connection holds little.
-		c.mu.Lock()
-		if cap(buf) <= 64<<10 {
-			c.spare = buf[:0]
-		} else {
-			c.spare = nil
-		}
-		c.mu.Unlock()
 		if closed {
 			return
 		}
@@ -319,24 +288,18 @@ func (c *conn) writer(done chan<- struct{}) {
 // the socket; the reader goroutine then cleans up. Safe to call many times:
 // the first reason is the one counted.
 func (c *conn) close(reason CloseReason, detail string, errText error) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
+	if c.Close() {
+		c.finishClose(reason, detail, errText)
 	}
-	c.closed = true
-	c.mu.Unlock()
-	c.signal()
-	c.finishClose(reason, detail, errText)
 }
 
 // finishClose counts the reason, sends the -ERR (best effort, bounded) and
 // closes the socket.
 func (c *conn) finishClose(reason CloseReason, detail string, errText error) {
-	c.s.stats.closed[reason].Add(1)
-	c.mu.Lock()
+	c.s.stats.closes.Add(reason)
+	c.Lock()
 	nc := c.nc // a TLS upgrade replaces it
-	c.mu.Unlock()
+	c.Unlock()
 	if errText != nil {
 		_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		_, _ = nc.Write(natsproto.AppendErr(nil, errText.Error()))

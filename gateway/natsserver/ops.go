@@ -65,9 +65,9 @@ func (c *conn) handleConnect(op *natsproto.Op) bool {
 		c.close(ClosedAuthViolation, "bad credentials", errors.New("Authorization Violation"))
 		return false
 	}
-	c.mu.Lock()
+	c.Lock()
 	c.opts = o
-	c.mu.Unlock()
+	c.Unlock()
 	c.authed = true
 	c.perms = perms
 	_ = c.nc.SetReadDeadline(timeZero)

@@ -106,23 +106,22 @@ type Server struct {
 
 // Stats are the server's counters.
 type Stats struct {
-	Connections      atomic.Int64
-	TotalConnections atomic.Uint64
-	Refused          atomic.Uint64 // max connections
-	AuthFailures     atomic.Uint64
-	ProtocolErrors   atomic.Uint64
-	InMsgs, InBytes  atomic.Uint64
-	OutMsgs          atomic.Uint64
-	OutBytes         atomic.Uint64
-	Ingested         atomic.Uint64
-	IngestErrors     atomic.Uint64
-	BadDevice        atomic.Uint64
-	BadAcks          atomic.Uint64
-	BadPulls         atomic.Uint64 // JetStream pull requests refused (bad JSON, over-limit batch)
-	ForeignAcks      atomic.Uint64 // acks for another connection's member (refused; also in BadAcks)
-	GroupsRefused    atomic.Uint64 // queue subscribes refused: the connection created max_groups_per_connection
-	PermViolations   atomic.Uint64 // publishes and subscribes refused by the user's permissions
-	closed           [numCloseReasons]atomic.Uint64
+	connset.Counts
+	Refused         atomic.Uint64 // max connections
+	AuthFailures    atomic.Uint64
+	ProtocolErrors  atomic.Uint64
+	InMsgs, InBytes atomic.Uint64
+	OutMsgs         atomic.Uint64
+	OutBytes        atomic.Uint64
+	Ingested        atomic.Uint64
+	IngestErrors    atomic.Uint64
+	BadDevice       atomic.Uint64
+	BadAcks         atomic.Uint64
+	BadPulls        atomic.Uint64 // JetStream pull requests refused (bad JSON, over-limit batch)
+	ForeignAcks     atomic.Uint64 // acks for another connection's member (refused; also in BadAcks)
+	GroupsRefused   atomic.Uint64 // queue subscribes refused: the connection created max_groups_per_connection
+	PermViolations  atomic.Uint64 // publishes and subscribes refused by the user's permissions
+	closes          connset.CloseCounts
 }
 
 // New returns a server; Start listens.
@@ -131,12 +130,12 @@ func New(cfg Config, ingest Ingester, queues *groups.Registry, tail *groups.Tail
 		cfg: cfg, ingest: ingest, queues: queues, tail: tail,
 		logger:      logger.With("component", "nats"),
 		subs:        newSublist(),
-		conns:       connset.New[*conn](cfg.MaxConnections),
 		refusing:    make(chan struct{}, maxRefusing),
 		pushMembers: map[string]*jsMember{},
 
 		orderedRunners: map[string]*orderedRunner{},
 	}
+	s.conns = connset.New[*conn](cfg.MaxConnections, &s.stats.Counts)
 	if cfg.JetStream != nil {
 		cfg.JetStream.SetHooks(s.jsHooks())
 	}
@@ -164,7 +163,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("nats: listen %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
-	s.conns.Accept(ln, s.logger, s.accepted, (*conn).serve, s.refuse)
+	s.conns.Accept(ln, s.logger, func(id uint64, nc net.Conn) *conn { return newConn(s, id, nc) }, (*conn).serve, s.refuse)
 	s.logger.Info("listening for NATS clients", "addr", ln.Addr().String())
 	return nil
 }
@@ -199,18 +198,6 @@ func (s *Server) refuse(nc net.Conn) {
 	}
 }
 
-// accepted registers a new client connection.
-func (s *Server) accepted(id uint64, nc net.Conn) *conn {
-	s.stats.Connections.Add(1)
-	s.stats.TotalConnections.Add(1)
-	return newConn(s, id, nc)
-}
-
-func (s *Server) removeConn(c *conn) {
-	s.conns.Remove(c.id)
-	s.stats.Connections.Add(-1)
-}
-
 // StopAccepting closes the listener: no new clients. It starts the drain:
 // a JetStream pull member that its worker stopped gives back what it holds
 // (see drainIdle).
@@ -225,9 +212,7 @@ func (s *Server) StopAccepting() {
 // ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.StopAccepting()
-	for _, c := range s.conns.All() {
-		c.close(ClosedServerShutdown, "", nil)
-	}
+	s.conns.CloseAll(func(c *conn) { c.close(ClosedServerShutdown, "", nil) })
 	s.subsMu.Lock()
 	push := make([]*jsMember, 0, len(s.pushMembers))
 	for name, m := range s.pushMembers {

@@ -279,7 +279,8 @@ func TestCloseReasonsCounted(t *testing.T) {
 // output buffer: no allocation per message.
 func BenchmarkSendDelivery(b *testing.B) {
 	s := &Server{cfg: Config{TelemetryPrefix: "telemetry", MaxPending: 64 << 20}}
-	c := &conn{s: s, opts: optsWithHeaders(), wake: make(chan struct{}, 1)}
+	c := &conn{s: s, opts: optsWithHeaders()}
+	c.Init()
 	sb := &sub{c: c, sid: "1"}
 	rec := wal.Record{Device: "sensor-0042", Seq: 812, Time: time.Now().UnixNano(), Source: "nats", Payload: make([]byte, 150)}
 	d := groups.Delivery{Record: &rec, Node: "gw-1", Partition: 3, Offset: 81234, Deliveries: 1,
@@ -290,10 +291,10 @@ func BenchmarkSendDelivery(b *testing.B) {
 		if !c.sendDelivery(sb, &d) {
 			b.Fatal("refused")
 		}
-		if len(c.out) > 1<<20 {
-			c.out = c.out[:0]
+		if len(c.Out) > 1<<20 {
+			c.Out = c.Out[:0]
 		}
-		<-c.wake
+		<-c.Wake()
 	}
 }
 

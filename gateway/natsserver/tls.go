@@ -59,9 +59,9 @@ func (c *conn) upgradeTLS() (infoSent, ok bool) {
 		return false, false
 	}
 	_ = raw.SetDeadline(time.Time{})
-	c.mu.Lock()
+	c.Lock()
 	c.nc = tc
-	c.mu.Unlock()
+	c.Unlock()
 	return !first, true
 }
 

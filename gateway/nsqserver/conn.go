@@ -10,11 +10,11 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"edgeq/gateway/groups"
 	"edgeq/gateway/queue"
+	"edgeq/internal/connset"
 )
 
 type connState uint8
@@ -45,11 +45,9 @@ type conn struct {
 	tlsOn       bool       // the connection is upgraded
 	tlsDone     chan error // IDENTIFY asked the writer to upgrade; its answer
 
-	mu       sync.Mutex
-	out      []byte // pending output; bound: cfg.MaxPending
-	spare    []byte
-	closed   bool
-	wake     chan struct{}      // cap 1: output pending or closing
+	// The outbox's lock guards the fields below too. Its Out is bound by
+	// cfg.MaxPending.
+	connset.Outbox
 	hbSet    chan time.Duration // cap 1: heartbeat interval from IDENTIFY
 	replies  []*reply           // responses held back behind a publish awaiting durability; bound: cfg.MaxPendingPubs
 	room     chan struct{}      // cap 1: replies shrank
@@ -61,6 +59,10 @@ type conn struct {
 	// progress (shut).
 	upgrade   chan error
 	cancelTLS context.CancelFunc
+	// why is the first close cause noted (closeFor); serve counts it when
+	// the connection ends, ClosedByClient when none was noted.
+	why    connset.CloseReason
+	hasWhy bool
 }
 
 // entry is a message in flight on this connection.
@@ -77,9 +79,11 @@ type reply struct {
 }
 
 func newConn(s *Server, id uint64, nc net.Conn) *conn {
-	return &conn{s: s, id: id, nc: nc, heartbeat: s.cfg.HeartbeatInterval, wake: make(chan struct{}, 1),
+	c := &conn{s: s, id: id, nc: nc, heartbeat: s.cfg.HeartbeatInterval,
 		hbSet: make(chan time.Duration, 1), room: make(chan struct{}, 1), inflight: map[uint64]entry{},
 		member: queue.MemberID(fmt.Sprintf("nsq-%d", id))}
+	c.Init()
+	return c
 }
 
 func (c *conn) limits() Limits {
@@ -97,7 +101,11 @@ func (c *conn) serve() {
 		c.shut()
 		<-writerDone
 		c.cleanup()
-		c.s.removeConn(c)
+		c.Lock()
+		why := c.why
+		c.Unlock()
+		c.s.stats.closes.Add(why) // ClosedByClient unless noted
+		c.s.conns.Remove(c.id)
 	}()
 	_ = c.nc.SetReadDeadline(time.Now().Add(2 * c.s.cfg.HeartbeatInterval))
 	var magic [4]byte
@@ -105,6 +113,7 @@ func (c *conn) serve() {
 		return
 	}
 	if string(magic[:]) != Magic {
+		c.closeFor(connset.ClosedProtocolError)
 		c.sendError(fatalf("E_BAD_PROTOCOL", "bad protocol magic %q", magic[:]))
 		return
 	}
@@ -159,6 +168,10 @@ func (c *conn) serve() {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				c.s.logger.Debug("client read", "client", c.id, "err", err)
 			}
+			if connset.TimedOut(err) {
+				// Nothing, not even a NOP, within two heartbeats (nsqd's rule).
+				c.closeFor(connset.ClosedStale)
+			}
 			return
 		}
 		if c.tlsDone != nil {
@@ -168,10 +181,12 @@ func (c *conn) serve() {
 				// The client must wait for the IDENTIFY response; what it
 				// sent meanwhile is neither plaintext protocol nor TLS.
 				c.s.stats.TLSFailures.Add(1)
+				c.closeFor(connset.ClosedTLSHandshake)
 				c.s.logger.Debug("NSQ client sent data before the TLS handshake", "client", c.id)
 				return
 			}
 			if err := <-done; err != nil {
+				c.closeFor(connset.ClosedTLSHandshake)
 				return
 			}
 			c.tlsOn = true
@@ -186,12 +201,17 @@ func (c *conn) fail(err error) {
 	if !errors.As(err, &pe) {
 		pe = fatalf("E_INVALID", "%v", err)
 	}
+	if strings.HasPrefix(pe.Code, "E_AUTH") || pe.Code == "E_UNAUTHORIZED" {
+		c.closeFor(connset.ClosedAuthViolation)
+	} else {
+		c.closeFor(connset.ClosedProtocolError)
+	}
 	c.sendError(pe)
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		c.mu.Lock()
+		c.Lock()
 		n := len(c.replies)
-		c.mu.Unlock()
+		c.Unlock()
 		if n == 0 {
 			break
 		}
@@ -205,26 +225,19 @@ func (c *conn) sendError(e *Error) {
 	c.respond(FrameError, []byte(e.Error()))
 }
 
-func (c *conn) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
 // respond queues a response or error frame in response order.
 func (c *conn) respond(frame int32, data []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	c.Lock()
+	defer c.Unlock()
+	if c.Closed {
 		return
 	}
 	if len(c.replies) > 0 {
 		c.replies = append(c.replies, &reply{frame: frame, data: data, ready: true})
 		return
 	}
-	c.out = AppendFrame(c.out, frame, data)
-	c.signal()
+	c.Out = AppendFrame(c.Out, frame, data)
+	c.Signal()
 }
 
 // slot reserves a place in response order for a publish awaiting
@@ -232,18 +245,18 @@ func (c *conn) respond(frame int32, data []byte) {
 // stops reading: backpressure). Nil when the connection closed meanwhile.
 func (c *conn) slot() *reply {
 	for {
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
+		c.Lock()
+		if c.Closed {
+			c.Unlock()
 			return nil
 		}
 		if len(c.replies) < c.s.cfg.MaxPendingPubs {
 			r := &reply{}
 			c.replies = append(c.replies, r)
-			c.mu.Unlock()
+			c.Unlock()
 			return r
 		}
-		c.mu.Unlock()
+		c.Unlock()
 		select {
 		case <-c.room:
 		case <-time.After(100 * time.Millisecond):
@@ -253,22 +266,22 @@ func (c *conn) slot() *reply {
 
 // fill completes a slot and writes every ready response at the front.
 func (c *conn) fill(r *reply, frame int32, data []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.Lock()
+	defer c.Unlock()
 	r.frame, r.data, r.ready = frame, data, true
-	if c.closed {
+	if c.Closed {
 		return
 	}
 	i := 0
 	for ; i < len(c.replies) && c.replies[i].ready; i++ {
-		c.out = AppendFrame(c.out, c.replies[i].frame, c.replies[i].data)
+		c.Out = AppendFrame(c.Out, c.replies[i].frame, c.replies[i].data)
 		c.replies[i] = nil
 	}
 	if i == 0 {
 		return
 	}
 	c.replies = c.replies[:copy(c.replies, c.replies[i:])]
-	c.signal()
+	c.Signal()
 	select {
 	case c.room <- struct{}{}:
 	default:
@@ -284,15 +297,15 @@ var heartbeatFrame = AppendFrame(nil, FrameResponse, []byte("_heartbeat_"))
 // outcome; the reader must not read the connection until then.
 func (c *conn) respondTLS(resp []byte) chan error {
 	done := make(chan error, 1)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	c.Lock()
+	defer c.Unlock()
+	if c.Closed {
 		done <- errClosed
 		return done
 	}
-	c.out = AppendFrame(c.out, FrameResponse, resp)
+	c.Out = AppendFrame(c.Out, FrameResponse, resp)
 	c.upgrade = done
-	c.signal()
+	c.Signal()
 	return done
 }
 
@@ -306,17 +319,17 @@ var okFrame = AppendFrame(nil, FrameResponse, []byte("OK"))
 func (c *conn) handshake() error {
 	ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
 	defer cancel()
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	c.Lock()
+	if c.Closed {
+		c.Unlock()
 		return errClosed
 	}
 	c.cancelTLS = cancel
-	c.mu.Unlock()
+	c.Unlock()
 	defer func() {
-		c.mu.Lock()
+		c.Lock()
 		c.cancelTLS = nil
-		c.mu.Unlock()
+		c.Unlock()
 	}()
 	raw := c.nc
 	tc := tls.Server(raw, c.s.cfg.TLS.Config())
@@ -339,10 +352,10 @@ func (c *conn) writer(done chan<- struct{}) {
 	defer func() { _ = c.nc.Close() }()
 	defer func() {
 		// Every exit follows shut, so respondTLS asks no more after this.
-		c.mu.Lock()
+		c.Lock()
 		up := c.upgrade
 		c.upgrade = nil
-		c.mu.Unlock()
+		c.Unlock()
 		if up != nil {
 			up <- errClosed
 		}
@@ -363,46 +376,35 @@ func (c *conn) writer(done chan<- struct{}) {
 	defer func() { setHB(0) }()
 	for {
 		select {
-		case <-c.wake:
+		case <-c.Wake():
 		case d := <-c.hbSet:
 			setHB(d)
 			continue
 		case <-tick:
-			c.mu.Lock()
-			if !c.closed && c.upgrade == nil {
-				c.out = append(c.out, heartbeatFrame...)
+			c.Lock()
+			if !c.Closed && c.upgrade == nil {
+				c.Out = append(c.Out, heartbeatFrame...)
 			}
-			c.mu.Unlock()
+			c.Unlock()
 		}
-		c.mu.Lock()
-		buf := c.out
-		c.out = c.spare[:0]
-		closed := c.closed
-		up := c.upgrade
-		c.upgrade = nil
-		c.mu.Unlock()
-		if len(buf) > 0 {
-			_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteDeadline))
-			if _, err := c.nc.Write(buf); err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					c.s.stats.SlowConsumers.Add(1)
-					c.s.logger.Info("closing NSQ client: write deadline exceeded", "client", c.id)
-				}
-				if up != nil {
-					up <- err
-				}
-				c.shut()
-				return
+		// A TLS upgrade follows exactly the output queued before it (the
+		// IDENTIFY response): take both at once.
+		var up chan error
+		closed, err := c.Flush(c.nc, c.s.cfg.WriteDeadline, func() { up, c.upgrade = c.upgrade, nil })
+		if err != nil {
+			if connset.TimedOut(err) {
+				c.closeFor(connset.ClosedWriteTimeout)
+				c.s.stats.SlowConsumers.Add(1)
+				c.s.logger.Info("closing NSQ client: write deadline exceeded", "client", c.id)
+			} else {
+				c.closeFor(connset.ClosedWriteError)
 			}
+			if up != nil {
+				up <- err
+			}
+			c.shut()
+			return
 		}
-		c.mu.Lock()
-		if cap(buf) <= 64<<10 {
-			c.spare = buf[:0]
-		} else {
-			c.spare = nil
-		}
-		c.mu.Unlock()
 		if closed {
 			if up != nil {
 				up <- errClosed
@@ -420,17 +422,31 @@ func (c *conn) writer(done chan<- struct{}) {
 	}
 }
 
+// closeFor notes why the connection closes; the first cause counts.
+func (c *conn) closeFor(r connset.CloseReason) {
+	c.Lock()
+	c.noteWhy(r)
+	c.Unlock()
+}
+
+// noteWhy is closeFor with the lock held.
+func (c *conn) noteWhy(r connset.CloseReason) {
+	if !c.hasWhy {
+		c.why, c.hasWhy = r, true
+	}
+}
+
 // shut stops output (what is queued is still flushed) and delivery; the
 // writer then closes the socket, which ends the reader.
 func (c *conn) shut() {
-	c.mu.Lock()
-	c.closed = true
+	c.Lock()
+	c.Closed = true
 	cancel := c.cancelTLS
-	c.mu.Unlock()
+	c.Unlock()
 	if cancel != nil {
 		cancel()
 	}
-	c.signal()
+	c.Signal()
 }
 
 // cleanup leaves the group: what the connection held goes to other members.
@@ -446,10 +462,10 @@ func (c *conn) cleanup() {
 			}
 		}
 	}
-	c.mu.Lock()
+	c.Lock()
 	c.inflight = map[uint64]entry{}
 	c.rdy = 0
-	c.mu.Unlock()
+	c.Unlock()
 }
 
 // Deliver makes the connection a groups.Member: the message is encoded
@@ -457,17 +473,18 @@ func (c *conn) cleanup() {
 func (c *conn) Deliver(d *groups.Delivery) bool {
 	rec := d.Record
 	now := time.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	c.Lock()
+	defer c.Unlock()
+	if c.Closed {
 		return false
 	}
 	size := MessageSize(len(rec.Payload))
-	if len(c.out)+size > c.s.cfg.MaxPending {
-		c.closed = true
-		c.signal()
+	if len(c.Out)+size > c.s.cfg.MaxPending {
+		c.Closed = true
+		c.Signal()
+		c.noteWhy(connset.ClosedSlowConsumer)
 		c.s.stats.SlowConsumers.Add(1)
-		c.s.logger.Info("closing NSQ client: slow consumer", "client", c.id, "pending", len(c.out))
+		c.s.logger.Info("closing NSQ client: slow consumer", "client", c.id, "pending", len(c.Out))
 		return false
 	}
 	if int64(len(c.inflight)) >= c.rdy {
@@ -491,8 +508,8 @@ func (c *conn) Deliver(d *groups.Delivery) bool {
 	seq := c.nextSeq
 	c.inflight[seq] = entry{h: d.Ack, at: now}
 	id := FormatID(seq)
-	c.out = AppendMessage(c.out, rec.Time, uint16(min(d.Deliveries, 1<<16-1)), &id, rec.Payload)
-	c.signal()
+	c.Out = AppendMessage(c.Out, rec.Time, uint16(min(d.Deliveries, 1<<16-1)), &id, rec.Payload)
+	c.Signal()
 	c.s.stats.Delivered.Add(1)
 	return true
 }
@@ -522,6 +539,7 @@ func (c *conn) evictOldest() {
 func (c *conn) handle(cmd *Command) error {
 	if c.s.cfg.TLS != nil && !c.tlsOn && cmd.Kind != CmdIdentify {
 		c.s.stats.TLSFailures.Add(1)
+		c.closeFor(connset.ClosedTLSHandshake)
 		return fatalf("E_INVALID", "cannot %s in current state (TLS required: IDENTIFY with tls_v1 first)", cmd.Kind)
 	}
 	if c.s.cfg.AuthToken != "" && !c.authed && cmd.Kind != CmdIdentify && cmd.Kind != CmdAuth && cmd.Kind != CmdNop {
@@ -549,9 +567,9 @@ func (c *conn) handle(cmd *Command) error {
 		if err := c.s.queues.SetCredit(c.group, c.member, 0); err != nil {
 			c.s.logger.Debug("CLS", "client", c.id, "err", err)
 		}
-		c.mu.Lock()
+		c.Lock()
 		c.rdy = 0
-		c.mu.Unlock()
+		c.Unlock()
 		c.respond(FrameResponse, []byte("CLOSE_WAIT"))
 		return nil
 	case CmdPub:
@@ -629,6 +647,7 @@ func (c *conn) identify(body []byte) error {
 	useTLS := c.s.cfg.TLS != nil
 	if useTLS && (!id.TLSv1 || !id.FeatureNegotiation) {
 		c.s.stats.TLSFailures.Add(1)
+		c.closeFor(connset.ClosedTLSHandshake)
 		return fatalf("E_INVALID", "TLS required: IDENTIFY with tls_v1 and feature_negotiation (go-nsq: Config.TlsV1)")
 	}
 	if (id.TLSv1 && !useTLS) || id.Snappy || id.Deflate || id.SampleRate > 0 {
@@ -732,21 +751,21 @@ func (c *conn) setRdy(n int64) error {
 	if n < 0 || n > int64(c.s.cfg.MaxRdyCount) {
 		return fatalf("E_INVALID", "RDY count %d out of range 0-%d", n, c.s.cfg.MaxRdyCount)
 	}
-	c.mu.Lock()
+	c.Lock()
 	cur := c.rdy
 	if n > cur {
 		c.rdy = n
 	}
-	c.mu.Unlock()
+	c.Unlock()
 	if n == cur {
 		return nil // go-nsq repeats its RDY as it goes
 	}
 	if err := c.s.queues.SetCredit(c.group, c.member, int(n)); err != nil {
 		c.s.logger.Warn("RDY refused by the group", "client", c.id, "err", err)
 	}
-	c.mu.Lock()
+	c.Lock()
 	c.rdy = n
-	c.mu.Unlock()
+	c.Unlock()
 	return nil
 }
 
@@ -763,7 +782,7 @@ func (c *conn) ack(cmd *Command) error {
 		code = "E_TOUCH_FAILED"
 	}
 	seq, ok := ParseID(cmd.ID)
-	c.mu.Lock()
+	c.Lock()
 	e, held := c.inflight[seq]
 	if held {
 		if cmd.Kind == CmdTouch {
@@ -772,7 +791,7 @@ func (c *conn) ack(cmd *Command) error {
 			delete(c.inflight, seq)
 		}
 	}
-	c.mu.Unlock()
+	c.Unlock()
 	if !ok || !held {
 		c.s.stats.FinFailed.Add(1)
 		return softf(code, "%s %s failed ID not in flight", cmd.Kind, cmd.ID)

@@ -70,19 +70,19 @@ type Server struct {
 
 // Stats are the server's counters.
 type Stats struct {
-	Connections      atomic.Int64
-	TotalConnections atomic.Uint64
-	Refused          atomic.Uint64 // max connections
-	AuthFailures     atomic.Uint64
-	Published        atomic.Uint64 // messages stored (PUB, MPUB)
-	PubErrors        atomic.Uint64 // messages not stored (bad device, storage errors)
-	Delivered        atomic.Uint64
-	Fin, Req, Touch  atomic.Uint64
-	FinFailed        atomic.Uint64 // FIN, REQ or TOUCH of an ID not in flight on that connection
-	RdyExceeded      atomic.Uint64 // deliveries beyond a connection's RDY (must stay 0)
-	SlowConsumers    atomic.Uint64 // closed: output over max_pending or write deadline
-	TLSFailures      atomic.Uint64 // closed: TLS required and not asked for, or the handshake failed
-	errors           sync.Map      // code -> *atomic.Uint64; bound: the codes this package sends
+	connset.Counts
+	Refused         atomic.Uint64 // max connections
+	AuthFailures    atomic.Uint64
+	Published       atomic.Uint64 // messages stored (PUB, MPUB)
+	PubErrors       atomic.Uint64 // messages not stored (bad device, storage errors)
+	Delivered       atomic.Uint64
+	Fin, Req, Touch atomic.Uint64
+	FinFailed       atomic.Uint64 // FIN, REQ or TOUCH of an ID not in flight on that connection
+	RdyExceeded     atomic.Uint64 // deliveries beyond a connection's RDY (must stay 0)
+	SlowConsumers   atomic.Uint64 // closed: output over max_pending or write deadline
+	TLSFailures     atomic.Uint64 // closed: TLS required and not asked for, or the handshake failed
+	closes          connset.CloseCounts
+	errors          sync.Map // code -> *atomic.Uint64; bound: the codes this package sends
 }
 
 func (s *Stats) countError(code string) {
@@ -92,6 +92,9 @@ func (s *Stats) countError(code string) {
 	}
 	v.(*atomic.Uint64).Add(1)
 }
+
+// Closed returns how many connections closed for reason r.
+func (s *Stats) Closed(r connset.CloseReason) uint64 { return s.closes.Closed(r) }
 
 // Errors returns the error frames sent, by code.
 func (s *Stats) Errors() map[string]uint64 {
@@ -105,8 +108,9 @@ func (s *Stats) Errors() map[string]uint64 {
 
 // New returns a server; Start listens.
 func New(cfg Config, ingest Ingester, queues *groups.Registry, logger *slog.Logger) *Server {
-	return &Server{cfg: cfg, ingest: ingest, queues: queues, logger: logger.With("component", "nsq"),
-		conns: connset.New[*conn](cfg.MaxConnections)}
+	s := &Server{cfg: cfg, ingest: ingest, queues: queues, logger: logger.With("component", "nsq")}
+	s.conns = connset.New[*conn](cfg.MaxConnections, &s.stats.Counts)
+	return s
 }
 
 // Start listens on cfg.Listen and serves until Shutdown.
@@ -116,7 +120,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("nsq: listen %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
-	s.conns.Accept(ln, s.logger, s.accepted, (*conn).serve, s.refuse)
+	s.conns.Accept(ln, s.logger, func(id uint64, nc net.Conn) *conn { return newConn(s, id, nc) }, (*conn).serve, s.refuse)
 	s.logger.Info("listening for NSQ clients", "addr", ln.Addr().String())
 	return nil
 }
@@ -136,10 +140,10 @@ func (s *Server) Counters() *Stats { return &s.stats }
 // messages in flight.
 func (s *Server) Flow() (rdy, inFlight int64) {
 	for _, c := range s.conns.All() {
-		c.mu.Lock()
+		c.Lock()
 		rdy += c.rdy
 		inFlight += int64(len(c.inflight))
-		c.mu.Unlock()
+		c.Unlock()
 	}
 	return rdy, inFlight
 }
@@ -152,18 +156,6 @@ func (s *Server) refuse(nc net.Conn) {
 	_ = nc.Close()
 }
 
-// accepted registers a new client connection.
-func (s *Server) accepted(id uint64, nc net.Conn) *conn {
-	s.stats.Connections.Add(1)
-	s.stats.TotalConnections.Add(1)
-	return newConn(s, id, nc)
-}
-
-func (s *Server) removeConn(c *conn) {
-	s.conns.Remove(c.id)
-	s.stats.Connections.Add(-1)
-}
-
 // StopAccepting closes the listener: no new clients.
 func (s *Server) StopAccepting() {
 	s.conns.StopAccepting()
@@ -173,10 +165,10 @@ func (s *Server) StopAccepting() {
 // their groups, so what they held is delivered again) and waits for the
 // connection goroutines until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.StopAccepting()
-	for _, c := range s.conns.All() {
+	s.conns.CloseAll(func(c *conn) {
+		c.closeFor(connset.ClosedServerShutdown)
 		c.shut()
-	}
+	})
 	return s.conns.Wait(ctx)
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"edgeq/gateway/groups"
 	"edgeq/gateway/queue"
+	"edgeq/internal/connset"
 	"edgeq/wal"
 )
 
@@ -528,5 +529,68 @@ func TestEphemeralChannelGoesWithLastConsumer(t *testing.T) {
 	waitFor(t, func() bool { return !has("tail#ephemeral") })
 	if !has("work") {
 		t.Fatal("an ordinary channel went with its last consumer")
+	}
+}
+
+// TestCloseReasons: every NSQ connection that ends is counted once, by the
+// first cause (the reasons the NATS server counts too): a bad magic and a
+// bad command are protocol errors, a wrong secret an auth violation, a
+// client that says nothing for two heartbeats is stale, a client that
+// hangs up is "client", and the node stopping is "server_shutdown".
+func TestCloseReasons(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.AuthToken = "s3cret-token"
+		c.HeartbeatInterval = 100 * time.Millisecond
+	})
+	st := r.s.Counters()
+
+	nc, err := net.Dial("tcp", r.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = nc.Write([]byte("  V9"))
+	_, _ = io.Copy(io.Discard, nc)
+	nc.Close()
+
+	c := dialRaw(t, r)
+	c.send("AUTH", []byte("wrong"))
+	c.expect(FrameError, "E_AUTH_FAILED")
+	c.expectClosed()
+
+	c = dialRaw(t, r)
+	c.send("NONSENSE", nil)
+	c.expect(FrameError, "E_INVALID")
+	c.expectClosed()
+
+	c = dialRaw(t, r) // says nothing after the magic: two heartbeats pass
+	c.expectClosed()
+
+	c = dialRaw(t, r)
+	c.send("NOP", nil)
+	c.nc.Close()
+
+	waitFor(t, func() bool {
+		return st.Closed(connset.ClosedProtocolError) == 2 && st.Closed(connset.ClosedAuthViolation) == 1 &&
+			st.Closed(connset.ClosedStale) == 1 && st.Closed(connset.ClosedByClient) == 1
+	})
+
+	c = dialRaw(t, r)
+	c.send("NOP", nil)
+	waitFor(t, func() bool { return st.Connections.Load() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Closed(connset.ClosedServerShutdown); got != 1 {
+		t.Fatalf("server_shutdown closes %d, want 1", got)
+	}
+	for _, reason := range []connset.CloseReason{connset.ClosedSlowConsumer, connset.ClosedWriteTimeout, connset.ClosedWriteError, connset.ClosedTLSHandshake} {
+		if n := st.Closed(reason); n != 0 {
+			t.Errorf("%s closes %d, want 0", reason, n)
+		}
+	}
+	if n, total := st.Connections.Load(), st.TotalConnections.Load(); n != 0 || total != 6 {
+		t.Fatalf("connections %d open, %d total; want 0, 6", n, total)
 	}
 }

@@ -14,10 +14,18 @@ import (
 	"time"
 )
 
+// Counts are a server's connection gauges, kept by its Set (a server's
+// Stats embeds them).
+type Counts struct {
+	Connections      atomic.Int64  // open now
+	TotalConnections atomic.Uint64 // accepted since start
+}
+
 // Set is the live connections of one server.
 type Set[C any] struct {
-	max   int
-	mu    sync.Mutex
+	max    int
+	counts *Counts
+	mu     sync.Mutex
 	conns map[uint64]C // bound: max
 	next  atomic.Uint64
 	wg    sync.WaitGroup
@@ -27,9 +35,9 @@ type Set[C any] struct {
 	stopping bool         // StopAccepting was called; guarded by lnMu
 }
 
-// New returns a set of at most max connections.
-func New[C any](max int) *Set[C] {
-	return &Set[C]{max: max, conns: map[uint64]C{}}
+// New returns a set of at most max connections that keeps counts.
+func New[C any](max int, counts *Counts) *Set[C] {
+	return &Set[C]{max: max, counts: counts, conns: map[uint64]C{}}
 }
 
 // Serve registers the connection newConn makes with a new ID and runs
@@ -45,6 +53,8 @@ func (s *Set[C]) Serve(newConn func(id uint64) C, serve func(C)) bool {
 	c := newConn(id)
 	s.conns[id] = c
 	s.mu.Unlock()
+	s.counts.Connections.Add(1)
+	s.counts.TotalConnections.Add(1)
 	s.Go(func() { serve(c) })
 	return true
 }
@@ -52,8 +62,12 @@ func (s *Set[C]) Serve(newConn func(id uint64) C, serve func(C)) bool {
 // Remove forgets connection id.
 func (s *Set[C]) Remove(id uint64) {
 	s.mu.Lock()
+	_, ok := s.conns[id]
 	delete(s.conns, id)
 	s.mu.Unlock()
+	if ok {
+		s.counts.Connections.Add(-1)
+	}
 }
 
 // All returns the live connections.
@@ -65,6 +79,15 @@ func (s *Set[C]) All() []C {
 		out = append(out, c)
 	}
 	return out
+}
+
+// CloseAll stops accepting and calls close for every live connection (the
+// start of a shutdown; Wait then waits for their goroutines).
+func (s *Set[C]) CloseAll(close func(C)) {
+	s.StopAccepting()
+	for _, c := range s.All() {
+		close(c)
+	}
 }
 
 // Go runs f on a goroutine that Wait waits for (an accept loop).

@@ -10,7 +10,8 @@ import (
 )
 
 func TestSetBoundsServesAndWaits(t *testing.T) {
-	s := New[uint64](2)
+	var counts Counts
+	s := New[uint64](2, &counts)
 	release := make(chan struct{})
 	serve := func(id uint64) {
 		<-release
@@ -26,6 +27,9 @@ func TestSetBoundsServesAndWaits(t *testing.T) {
 	if got := s.All(); len(got) != 2 || got[0] == got[1] {
 		t.Fatalf("live connections %v", got)
 	}
+	if n, total := counts.Connections.Load(), counts.TotalConnections.Load(); n != 2 || total != 2 {
+		t.Fatalf("counts: %d open, %d total; want 2, 2", n, total)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if err := s.Wait(ctx); err == nil {
@@ -38,6 +42,10 @@ func TestSetBoundsServesAndWaits(t *testing.T) {
 	if len(s.All()) != 0 {
 		t.Fatal("connections not removed")
 	}
+	s.Remove(1) // twice: counted once
+	if n, total := counts.Connections.Load(), counts.TotalConnections.Load(); n != 0 || total != 2 {
+		t.Fatalf("counts after close: %d open, %d total; want 0, 2", n, total)
+	}
 }
 
 func TestAcceptServesRefusesAndStops(t *testing.T) {
@@ -45,7 +53,7 @@ func TestAcceptServesRefusesAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New[net.Conn](1)
+	s := New[net.Conn](1, new(Counts))
 	refused := make(chan struct{}, 1)
 	s.Accept(ln, slog.New(slog.NewTextHandler(io.Discard, nil)),
 		func(_ uint64, nc net.Conn) net.Conn { return nc },
