@@ -1,4 +1,4 @@
-package gateway
+package httpapi
 
 import (
 	"errors"
@@ -8,56 +8,84 @@ import (
 	"strings"
 	"time"
 
+	"edgeq/gateway/apiv1"
 	"edgeq/gateway/cluster"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/jsapi"
 	"edgeq/gateway/nsqserver"
 )
 
-// GroupInfo is one queue group in GET /v1/groups: a core NATS queue group,
-// an NSQ channel (the same groups: subject <prefix>.>), a JetStream
-// consumer or an uplink.
-type GroupInfo struct {
-	Name    string `json:"name"`    // the queue name (NSQ channel, consumer name, uplink:<name>)
-	Subject string `json:"subject"` // the subject filter
-	// Kind: "queue" (core NATS queue subscribers, NSQ consumers),
-	// "jetstream" (a consumer of the stream) or "uplink".
-	Kind string `json:"kind"`
-	// NSQChannel: a channel of the NSQ topic <prefix> (subject <prefix>.>).
-	NSQChannel bool `json:"nsq_channel"`
-	// Declared says where the group is declared, so that it never expires:
-	// "groups[i]" or "uplinks[i]" in the configuration, "jetstream" (a
-	// durable consumer), "peer" (another node's configuration), "here" (an
-	// uplink or consumer removed since); empty for a group made by its
-	// subscribers.
-	Declared string         `json:"declared,omitempty"`
-	Members  map[string]int `json:"members"` // by node
-	Leader   string         `json:"leader,omitempty"`
-	Pending  int            `json:"pending"`   // read ahead, not yet delivered (on its leader)
-	InFlight int            `json:"in_flight"` // delivered, unanswered (on its leader)
-	// Expires is when an undeclared group without members goes
-	// (queue.group_ttl after its last member left).
-	Expires *time.Time `json:"expires,omitempty"`
+// Registry is what the groups admin reads of the node's queue groups and
+// removes from them.
+type Registry interface {
+	Stats() []groups.GroupStats
+	Remove(key groups.GroupKey, owned func(groups.Member) bool) error
 }
 
-// Groups lists the node's queue groups.
-func (n *Node) Groups() []GroupInfo {
-	gs := n.queues.Stats()
+var _ Registry = (*groups.Registry)(nil)
+
+// Cluster is the node's cluster as the groups admin uses it: who leads
+// each group, and removing a group on every node.
+type Cluster interface {
+	Snapshot(gs []groups.GroupStats) *cluster.Stats
+	RemoveGroup(key groups.GroupKey) error
+}
+
+var _ Cluster = (*cluster.Node)(nil)
+
+// JetStream is the JetStream API's consumers, which are queue groups too.
+type JetStream interface {
+	ConsumerOf(key groups.GroupKey) (string, bool)
+	Delete(name string) *jsapi.APIError
+}
+
+var _ JetStream = (*jsapi.Service)(nil)
+
+// GroupsConfig is what the groups admin lists and deletes with.
+type GroupsConfig struct {
+	NodeID          string
+	TelemetryPrefix string
+	// GroupTTL is queue.group_ttl: when an undeclared group without
+	// members expires.
+	GroupTTL time.Duration
+	// Declared are the groups of the configuration (groups:), in order.
+	Declared []groups.GroupKey
+	Registry Registry
+	// Cluster is nil on a standalone node, JetStream nil when it is off.
+	Cluster   Cluster
+	JetStream JetStream
+	// Uplinks are the uplinks' groups now, in the order of the node's list.
+	Uplinks func() []groups.GroupKey
+}
+
+// Groups lists and deletes the node's queue groups: GET and DELETE
+// /v1/groups, and the same deletion for the JetStream API and nsqd's
+// /channel/delete.
+type Groups struct {
+	cfg GroupsConfig
+}
+
+// NewGroups builds the groups admin.
+func NewGroups(cfg GroupsConfig) *Groups { return &Groups{cfg: cfg} }
+
+// List lists the node's queue groups.
+func (a *Groups) List() []apiv1.GroupInfo {
+	gs := a.cfg.Registry.Stats()
 	leaders := map[groups.GroupKey]string{}
-	if n.cluster != nil {
-		for k, l := range n.cluster.Snapshot(gs).Leaders {
+	if a.cfg.Cluster != nil {
+		for k, l := range a.cfg.Cluster.Snapshot(gs).Leaders {
 			leaders[k] = l.Node
 		}
 	}
-	out := make([]GroupInfo, 0, len(gs))
+	out := make([]apiv1.GroupInfo, 0, len(gs))
 	for _, g := range gs {
-		gi := GroupInfo{Name: g.Key.Queue, Subject: g.Key.Filter, Kind: "queue", Members: g.Members,
-			NSQChannel: g.Key.Filter == n.cfg.NATS.TelemetryPrefix+".>", Leader: leaders[g.Key],
+		gi := apiv1.GroupInfo{Name: g.Key.Queue, Subject: g.Key.Filter, Kind: "queue", Members: g.Members,
+			NSQChannel: g.Key.Filter == a.cfg.TelemetryPrefix+".>", Leader: leaders[g.Key],
 			Pending: g.Core.Pending, InFlight: g.Core.InFlight}
-		if n.cluster == nil {
-			gi.Leader = n.id
+		if a.cfg.Cluster == nil {
+			gi.Leader = a.cfg.NodeID
 		}
-		switch where, kind := n.groupOrigin(g.Key); {
+		switch where, kind := a.origin(g.Key); {
 		case kind != "":
 			gi.Kind, gi.Declared = kind, where
 		case where != "":
@@ -68,7 +96,7 @@ func (n *Node) Groups() []GroupInfo {
 			gi.Declared = "peer"
 		}
 		if gi.Declared == "" && !g.EmptySince.IsZero() {
-			at := g.EmptySince.Add(n.cfg.Queue.GroupTTL).UTC().Truncate(time.Second)
+			at := g.EmptySince.Add(a.cfg.GroupTTL).UTC().Truncate(time.Second)
 			gi.Expires = &at
 		}
 		out = append(out, gi)
@@ -76,32 +104,43 @@ func (n *Node) Groups() []GroupInfo {
 	return out
 }
 
-// groupOrigin says where key is declared on this node ("groups[i]",
-// "uplinks[i]", "jetstream") and, for an uplink's or a consumer's group,
-// its kind.
-func (n *Node) groupOrigin(key groups.GroupKey) (where, kind string) {
-	n.bridgesMu.RLock()
-	for i, r := range n.uplinks {
-		if r.key == key {
-			n.bridgesMu.RUnlock()
-			return fmt.Sprintf("uplinks[%d]", i), "uplink"
+// channels lists the queues of the groups with filter: an NSQ topic's
+// channels.
+func (a *Groups) channels(filter string) []string {
+	var out []string
+	for _, g := range a.cfg.Registry.Stats() {
+		if g.Key.Filter == filter {
+			out = append(out, g.Key.Queue)
 		}
 	}
-	n.bridgesMu.RUnlock()
-	if n.js != nil {
-		if _, ok := n.js.ConsumerOf(key); ok {
+	return out
+}
+
+// origin says where key is declared on this node ("groups[i]",
+// "uplinks[i]", "jetstream") and, for an uplink's or a consumer's group,
+// its kind.
+func (a *Groups) origin(key groups.GroupKey) (where, kind string) {
+	if a.cfg.Uplinks != nil {
+		for i, k := range a.cfg.Uplinks() {
+			if k == key {
+				return fmt.Sprintf("uplinks[%d]", i), "uplink"
+			}
+		}
+	}
+	if a.cfg.JetStream != nil {
+		if _, ok := a.cfg.JetStream.ConsumerOf(key); ok {
 			return "jetstream", "jetstream"
 		}
 	}
-	for i, g := range n.cfg.Groups {
-		if g.Subject == key.Filter && g.Queue == key.Queue {
+	for i, g := range a.cfg.Declared {
+		if g == key {
 			return fmt.Sprintf("groups[%d]", i), ""
 		}
 	}
 	return "", ""
 }
 
-// Errors of DeleteGroup; each message says what to do instead.
+// Errors of Groups.Delete; each message says what to do instead.
 var (
 	ErrGroupNotFound   = errors.New("no such queue group")
 	ErrGroupAmbiguous  = errors.New("several queue groups have that name")
@@ -110,7 +149,7 @@ var (
 	ErrGroupClustered  = errors.New("queue group of a cluster")
 )
 
-// DeleteGroup deletes the queue group named name (subject: its filter,
+// Delete deletes the queue group named name (subject: its filter,
 // needed only when several groups share the name): its delivery stops and
 // its position goes (it no longer holds back retention). A JetStream
 // consumer's group is deleted as CONSUMER.DELETE does it.
@@ -124,24 +163,24 @@ var (
 // skipping what arrived in between. Stop the workers, then delete. Groups
 // declared in the configuration (groups:, uplinks:) are refused with the key
 // to remove instead: a restart or reload would declare them again.
-func (n *Node) DeleteGroup(name, subject string) (GroupInfo, error) {
-	var found []GroupInfo
-	for _, g := range n.Groups() {
+func (a *Groups) Delete(name, subject string) (apiv1.GroupInfo, error) {
+	var found []apiv1.GroupInfo
+	for _, g := range a.List() {
 		if g.Name == name && (subject == "" || g.Subject == subject) {
 			found = append(found, g)
 		}
 	}
 	switch {
 	case len(found) == 0 && subject != "":
-		return GroupInfo{}, fmt.Errorf("%w: %q with subject %q", ErrGroupNotFound, name, subject)
+		return apiv1.GroupInfo{}, fmt.Errorf("%w: %q with subject %q", ErrGroupNotFound, name, subject)
 	case len(found) == 0:
-		return GroupInfo{}, fmt.Errorf("%w: %q", ErrGroupNotFound, name)
+		return apiv1.GroupInfo{}, fmt.Errorf("%w: %q", ErrGroupNotFound, name)
 	case len(found) > 1:
 		subs := make([]string, len(found))
 		for i, g := range found {
 			subs[i] = g.Subject
 		}
-		return GroupInfo{}, fmt.Errorf("%w: %q on subjects %s: say which with ?subject= (edgeq groups rm --subject)", ErrGroupAmbiguous, name, strings.Join(subs, ", "))
+		return apiv1.GroupInfo{}, fmt.Errorf("%w: %q on subjects %s: say which with ?subject= (edgeq groups rm --subject)", ErrGroupAmbiguous, name, strings.Join(subs, ", "))
 	}
 	g := found[0]
 	key := groups.GroupKey{Filter: g.Subject, Queue: g.Name}
@@ -151,8 +190,8 @@ func (n *Node) DeleteGroup(name, subject string) (GroupInfo, error) {
 	case strings.HasPrefix(g.Declared, "groups["):
 		return g, fmt.Errorf("%w: %q is declared in %s: remove it there and restart (a declared group is made again at start)", ErrGroupConfigured, name, g.Declared)
 	case g.Kind == "jetstream":
-		cname, _ := n.js.ConsumerOf(key)
-		if e := n.js.Delete(cname); e != nil {
+		cname, _ := a.cfg.JetStream.ConsumerOf(key)
+		if e := a.cfg.JetStream.Delete(cname); e != nil {
 			err := fmt.Errorf("delete consumer %s: %s", cname, e.Description)
 			switch e.Code {
 			case http.StatusConflict:
@@ -164,12 +203,12 @@ func (n *Node) DeleteGroup(name, subject string) (GroupInfo, error) {
 		}
 		return g, nil
 	}
-	return g, n.deleteQueueGroup(key, g.Members)
+	return g, a.deleteQueueGroup(key, g.Members)
 }
 
 // deleteQueueGroup removes a group that is neither an uplink's, a
 // consumer's nor in the configuration.
-func (n *Node) deleteQueueGroup(key groups.GroupKey, members map[string]int) error {
+func (a *Groups) deleteQueueGroup(key groups.GroupKey, members map[string]int) error {
 	var with []string
 	for node, c := range members {
 		if c > 0 {
@@ -181,10 +220,10 @@ func (n *Node) deleteQueueGroup(key groups.GroupKey, members map[string]int) err
 		return fmt.Errorf("%w: %q has %s: stop its workers first (their subscriptions would stay, getting nothing)", ErrGroupHasMembers, key.Queue, strings.Join(with, ", "))
 	}
 	var err error
-	if n.cluster != nil {
-		err = n.cluster.RemoveGroup(key)
+	if a.cfg.Cluster != nil {
+		err = a.cfg.Cluster.RemoveGroup(key)
 	} else {
-		err = n.queues.Remove(key, nil)
+		err = a.cfg.Registry.Remove(key, nil)
 	}
 	switch {
 	case errors.Is(err, cluster.ErrPeerDown):
@@ -199,19 +238,19 @@ func (n *Node) deleteQueueGroup(key groups.GroupKey, members map[string]int) err
 	return err
 }
 
-// deleteGroupOfKey is DeleteGroup for the JetStream API's CONSUMER.DELETE
-// of a queue group shown as a consumer.
-func (n *Node) deleteGroupOfKey(key groups.GroupKey) error {
-	_, err := n.DeleteGroup(key.Queue, key.Filter)
+// DeleteKey is Delete for the JetStream API's CONSUMER.DELETE of a queue
+// group shown as a consumer (jsapi.Config.DeleteGroup).
+func (a *Groups) DeleteKey(key groups.GroupKey) error {
+	_, err := a.Delete(key.Queue, key.Filter)
 	if errors.Is(err, ErrGroupNotFound) {
 		return fmt.Errorf("%w: %v", jsapi.ErrGroupNotFound, err)
 	}
 	return err
 }
 
-// deleteChannel is DeleteGroup for nsqd's POST /channel/delete.
-func (n *Node) deleteChannel(filter, channel string) error {
-	_, err := n.DeleteGroup(channel, filter)
+// DeleteChannel is Delete for nsqd's POST /channel/delete.
+func (a *Groups) DeleteChannel(filter, channel string) error {
+	_, err := a.Delete(channel, filter)
 	if errors.Is(err, ErrGroupNotFound) {
 		return fmt.Errorf("%w: %v", nsqserver.ErrChannelNotFound, err)
 	}
@@ -219,13 +258,13 @@ func (n *Node) deleteChannel(filter, channel string) error {
 }
 
 // handleGroups answers GET /v1/groups.
-func (n *Node) handleGroups(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"groups": n.Groups()})
+func (s *Server) handleGroups(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, apiv1.GroupList{Groups: s.cfg.Groups.List()})
 }
 
 // handleDeleteGroup answers DELETE /v1/groups/{name}[?subject=<filter>].
-func (n *Node) handleDeleteGroup(w http.ResponseWriter, r *http.Request) {
-	g, err := n.DeleteGroup(r.PathValue("name"), r.URL.Query().Get("subject"))
+func (s *Server) handleDeleteGroup(w http.ResponseWriter, r *http.Request) {
+	g, err := s.cfg.Groups.Delete(r.PathValue("name"), r.URL.Query().Get("subject"))
 	if err != nil {
 		code := http.StatusConflict
 		switch {
@@ -236,8 +275,8 @@ func (n *Node) handleDeleteGroup(w http.ResponseWriter, r *http.Request) {
 		default:
 			code = http.StatusInternalServerError
 		}
-		writeJSON(w, code, map[string]string{"error": err.Error()})
+		writeError(w, code, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": g})
+	writeJSON(w, http.StatusOK, apiv1.GroupDeleted{Deleted: g})
 }
