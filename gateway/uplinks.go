@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"edgeq/bridge/uplink"
 	"edgeq/gateway/config"
@@ -44,24 +43,9 @@ func uplinkQueueConfig(cfg config.Config, uc uplink.Config) queue.Config {
 	qc.MaxInFlight = uc.Window
 	qc.DeviceWindow = uc.EffectiveDeviceWindow()
 	qc.MaxDeliver = 1 << 30
-	qc.AckWait = max(qc.AckWait, uplinkAckWait(uc, int64(cfg.NATS.MaxPayload)))
+	qc.AckWait = max(qc.AckWait, uc.MaxHold(int64(cfg.NATS.MaxPayload)))
 	qc.MaxNakDelay = max(qc.MaxNakDelay, uc.RetryMax, uc.RetryAfterMax)
 	return qc
-}
-
-func uplinkAckWait(uc uplink.Config, maxPayload int64) time.Duration {
-	wait := uc.RetryMax
-	if uc.Type == uplink.TypeHTTP { // only HTTP answers carry a Retry-After
-		wait = max(wait, uc.RetryAfterMax)
-	}
-	w := 2*(wait+uc.Timeout) + time.Minute
-	if uc.RateMsgs > 0 {
-		w += time.Duration(2 * float64(uc.Window) / uc.RateMsgs * float64(time.Second))
-	}
-	if uc.RateBytes > 0 {
-		w += time.Duration(2 * float64(uc.Window) * float64(maxPayload) / uc.RateBytes * float64(time.Second))
-	}
-	return w
 }
 
 func (n *Node) startUplinks(ctx context.Context) error {
