@@ -77,6 +77,10 @@ func (a *Groups) List() []apiv1.GroupInfo {
 			leaders[k] = l.Node
 		}
 	}
+	var ups []groups.GroupKey
+	if a.cfg.Uplinks != nil {
+		ups = a.cfg.Uplinks()
+	}
 	out := make([]apiv1.GroupInfo, 0, len(gs))
 	for _, g := range gs {
 		gi := apiv1.GroupInfo{Name: g.Key.Queue, Subject: g.Key.Filter, Kind: "queue", Members: g.Members,
@@ -85,7 +89,7 @@ func (a *Groups) List() []apiv1.GroupInfo {
 		if a.cfg.Cluster == nil {
 			gi.Leader = a.cfg.NodeID
 		}
-		switch where, kind := a.origin(g.Key); {
+		switch where, kind := a.origin(g.Key, ups); {
 		case kind != "":
 			gi.Kind, gi.Declared = kind, where
 		case where != "":
@@ -117,14 +121,12 @@ func (a *Groups) channels(filter string) []string {
 }
 
 // origin says where key is declared on this node ("groups[i]",
-// "uplinks[i]", "jetstream") and, for an uplink's or a consumer's group,
-// its kind.
-func (a *Groups) origin(key groups.GroupKey) (where, kind string) {
-	if a.cfg.Uplinks != nil {
-		for i, k := range a.cfg.Uplinks() {
-			if k == key {
-				return fmt.Sprintf("uplinks[%d]", i), "uplink"
-			}
+// "uplinks[i]" of the uplinks' groups ups, "jetstream") and, for an
+// uplink's or a consumer's group, its kind.
+func (a *Groups) origin(key groups.GroupKey, ups []groups.GroupKey) (where, kind string) {
+	for i, k := range ups {
+		if k == key {
+			return fmt.Sprintf("uplinks[%d]", i), "uplink"
 		}
 	}
 	if a.cfg.JetStream != nil {
