@@ -44,7 +44,7 @@ func startClusterPair(t testing.TB, groups int) (a, b *Node, aAddr string) {
 	b = startMetricsNode(t, conf("gw-b", 2, bAddr, aAddr))
 	agreed := func() bool {
 		for _, n := range []*Node{a, b} {
-			st := n.Status()
+			st := n.api.Status()
 			if st.Cluster == nil || len(st.Cluster.Leaders) != groups {
 				return false
 			}
@@ -75,7 +75,7 @@ func startClusterPair(t testing.TB, groups int) (a, b *Node, aAddr string) {
 // peer stops, the other shows its address unreachable and the peer down.
 func TestClusterStatusAndMetrics(t *testing.T) {
 	a, b, aAddr := startClusterPair(t, 2)
-	st := b.Status()
+	st := b.api.Status()
 	c := st.Cluster
 	if c.Name != "plant" || c.Listen == "" || len(c.Peers) != 1 || c.Peers[0].Node != "gw-a" || len(c.Unreachable) != 0 {
 		t.Fatalf("cluster of gw-b: %+v", c)
@@ -166,7 +166,7 @@ func TestClusterStatusAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "gw-a down at gw-b", 10*time.Second, func() bool {
-		c := b.Status().Cluster
+		c := b.api.Status().Cluster
 		return len(c.Peers) == 0 && len(c.Unreachable) == 1 && c.Unreachable[0].Node == "gw-a" &&
 			c.Unreachable[0].Addr == aAddr && c.PeerEvents.Downs == 1
 	})

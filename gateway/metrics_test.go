@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"edgeq/gateway/apiv1"
 	"edgeq/gateway/config"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/metrics/lint"
@@ -109,7 +110,7 @@ func TestMetricsEndpointToken(t *testing.T) {
 				}
 			}
 			if tt.path == "/v1/status" {
-				var st Status
+				var st apiv1.Status
 				if err := json.Unmarshal(body, &st); err != nil {
 					t.Fatal(err)
 				}
@@ -346,7 +347,7 @@ func TestMetricsStatusSameSnapshot(t *testing.T) {
 		}
 		return lag == 20
 	})
-	st := n.Status()
+	st := n.api.Status()
 	for _, gs := range st.Groups {
 		if gs.Queue == key.Queue && gs.Lag != uint64(lag) {
 			t.Errorf("status lag %d, metrics %v", gs.Lag, lag)

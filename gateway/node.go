@@ -1,16 +1,15 @@
 // Package gateway wires an edgeq node together: the log, ingest, queue
-// groups, the NATS protocol server and the HTTP API, with a graceful
-// lifecycle.
+// groups, the NATS, NSQ and HTTP front ends, bridges, uplinks and the
+// cluster, with a graceful lifecycle. It only wires: each part lives in a
+// package of its own (the HTTP API in gateway/httpapi, which meets the node
+// through httpapi.Node, implemented here).
 package gateway
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -24,6 +23,7 @@ import (
 	"edgeq/gateway/console"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
+	"edgeq/gateway/httpapi"
 	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsserver"
 	"edgeq/gateway/nsqserver"
@@ -66,9 +66,9 @@ type Node struct {
 
 	metrics *nodeMetrics
 
-	httpSrv *http.Server
-	httpLn  net.Listener
-	events  *console.Hub // the console's snapshot stream (/v1/events)
+	api         *httpapi.Server
+	groupsAdmin *httpapi.Groups
+	events      *console.Hub // the console's snapshot stream (/v1/events); nil when HTTP is off
 	// TLS material of the NATS, HTTP and NSQ listeners (nil: plaintext,
 	// or NSQ off); Reload reads their files again.
 	natsTLS, httpTLS, nsqTLS *tlsconf.Store
@@ -166,7 +166,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 			DuplicateWindow: j.DuplicateWindow, MaxBytes: int64(cfg.WAL.MaxBytes), MaxAge: cfg.WAL.MaxAge,
 			Defaults: queueConfig(cfg, config.Group{}), StateFile: filepath.Join(cfg.DataDir, "jetstream-consumers.json"),
 			Clustered: cfg.Cluster.Name != "", KVBucket: j.KVBucket, MaxDevices: cfg.WAL.MaxDevices, MaxOrdered: j.MaxOrdered,
-			MaxOrderedPerConn: j.MaxOrderedPerConn, DeleteGroup: n.deleteGroupOfKey, Logger: logger}, l, n.queues)
+			MaxOrderedPerConn: j.MaxOrderedPerConn, DeleteGroup: func(k groups.GroupKey) error { return n.groupsAdmin.DeleteKey(k) }, Logger: logger}, l, n.queues)
 		if j.DuplicateWindow > 0 {
 			dedup = jsapi.NewDedup(j.DuplicateWindow, j.MaxMsgIDs, nil)
 		}
@@ -266,6 +266,7 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 		}
 		n.modbus = append(n.modbus, b)
 	}
+	n.newAPI()
 	return n, nil
 }
 
@@ -346,27 +347,9 @@ func (n *Node) Start() error {
 			return err
 		}
 	}
-	if n.cfg.HTTP.Listen != "" {
-		ln, err := net.Listen("tcp", n.cfg.HTTP.Listen)
-		if err != nil {
-			n.Shutdown(time.Second)
-			return fmt.Errorf("http: listen %s: %w", n.cfg.HTTP.Listen, err)
-		}
-		n.httpLn = ln
-		n.events = console.NewHub(n.statusFrame, n.cfg.HTTP.EventsInterval, n.cfg.HTTP.MaxEventStreams)
-		n.httpSrv = &http.Server{Handler: n.httpHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
-		// Event streams never end by themselves: Shutdown would wait for them.
-		n.httpSrv.RegisterOnShutdown(n.events.Close)
-		if n.httpTLS != nil {
-			n.httpSrv.TLSConfig = n.httpTLS.Config()
-			ln = tls.NewListener(ln, n.httpSrv.TLSConfig)
-		}
-		n.goBackground(func() {
-			if err := n.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				n.logger.Error("http server", "err", err)
-			}
-		})
-		n.logger.Info("listening for HTTP", "addr", ln.Addr().String())
+	if err := n.api.Start(n.goBackground); err != nil {
+		n.Shutdown(time.Second)
+		return err
 	}
 	for _, p := range n.serial {
 		if err := p.Start(ctx); err != nil {
@@ -448,12 +431,7 @@ func (n *Node) NSQAddr() string {
 }
 
 // HTTPAddr is the HTTP listener's address, empty when HTTP is off.
-func (n *Node) HTTPAddr() string {
-	if n.httpLn == nil {
-		return ""
-	}
-	return n.httpLn.Addr().String()
-}
+func (n *Node) HTTPAddr() string { return n.api.Addr() }
 
 // Shutdown drains the node: stop accepting, hand back or finish in-flight
 // messages within timeout, commit offsets, sync and close the log.
@@ -512,9 +490,7 @@ func (n *Node) Shutdown(timeout time.Duration) error {
 				errs = append(errs, fmt.Errorf("nsq shutdown: %w", err))
 			}
 		}
-		if n.httpSrv != nil {
-			_ = n.httpSrv.Shutdown(ctx)
-		}
+		_ = n.api.Shutdown(ctx)
 		if n.cluster != nil {
 			n.cluster.Stop()
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"edgeq/bridge"
 	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
@@ -31,31 +32,6 @@ func bridgeConfigsOf(cfg config.Config) bridgeConfigs {
 
 // bridgeReloadStop bounds the drain of one bridge stopped by a reload.
 const bridgeReloadStop = 10 * time.Second
-
-// diffByName returns, for lists of configs named by name, the indexes of
-// old ones that are gone or changed (to stop) and of new ones that are new
-// or changed (to start). Unchanged ones keep running untouched.
-func diffByName[T any](old, cur []T, name func(T) string) (stop, start []int) {
-	byName := map[string]int{}
-	for i, c := range cur {
-		byName[name(c)] = i
-	}
-	kept := map[string]bool{}
-	for i, o := range old {
-		j, ok := byName[name(o)]
-		if ok && reflect.DeepEqual(o, cur[j]) {
-			kept[name(o)] = true
-			continue
-		}
-		stop = append(stop, i)
-	}
-	for j, c := range cur {
-		if !kept[name(c)] {
-			start = append(start, j)
-		}
-	}
-	return stop, start
-}
 
 // uplinkGroupChanges names the uplinks whose queue group would change
 // (filter, credit, device window, ack_wait): the group keeps the settings
@@ -94,10 +70,10 @@ func (n *Node) reloadBridges(cfg config.Config) (changed []string, err error) {
 
 	// Stop first: a changed bridge's new self may need the old one's serial
 	// port or MQTT client ID.
-	mStop, mStart := diffByName(cur.mqtt, cfg.MQTT, func(c config.MQTTBridge) string { return c.Name })
-	sStop, sStart := diffByName(cur.serial, cfg.Serial, func(c serial.Config) string { return c.Name })
-	bStop, bStart := diffByName(cur.modbus, cfg.Modbus, func(c config.ModbusBus) string { return c.Name })
-	uStop, uStart := diffByName(cur.uplinks, cfg.Uplinks, func(c config.Uplink) string { return c.Name })
+	mStop, mStart := bridge.DiffByName(cur.mqtt, cfg.MQTT, func(c config.MQTTBridge) string { return c.Name })
+	sStop, sStart := bridge.DiffByName(cur.serial, cfg.Serial, func(c serial.Config) string { return c.Name })
+	bStop, bStart := bridge.DiffByName(cur.modbus, cfg.Modbus, func(c config.ModbusBus) string { return c.Name })
+	uStop, uStart := bridge.DiffByName(cur.uplinks, cfg.Uplinks, func(c config.Uplink) string { return c.Name })
 	for _, i := range mStop {
 		changed = append(changed, "mqtt["+cur.mqtt[i].Name+"]")
 		if err := n.mqtt[i].Stop(bridgeReloadStop); err != nil {
@@ -124,7 +100,7 @@ func (n *Node) reloadBridges(cfg config.Config) (changed []string, err error) {
 	}
 
 	var next bridgeConfigs
-	mqtts, mqttCfgs, mErrs := restartChanged(n.mqtt, cur.mqtt, cfg.MQTT, mStop, mStart, func(mc config.MQTTBridge) (*mqtt.Bridge, error) {
+	mqtts, mqttCfgs, mErrs := bridge.Restart(n.mqtt, cur.mqtt, cfg.MQTT, mStop, mStart, func(mc config.MQTTBridge) (*mqtt.Bridge, error) {
 		b, err := mqtt.New(mqtt.Config(mc), n.id, n.ingest, n.logger)
 		if err == nil {
 			err = b.Start(ctx)
@@ -134,7 +110,7 @@ func (n *Node) reloadBridges(cfg config.Config) (changed []string, err error) {
 		}
 		return b, nil
 	})
-	ports, serialCfgs, sErrs := restartChanged(n.serial, cur.serial, cfg.Serial, sStop, sStart, func(sc serial.Config) (*serial.Port, error) {
+	ports, serialCfgs, sErrs := bridge.Restart(n.serial, cur.serial, cfg.Serial, sStop, sStart, func(sc serial.Config) (*serial.Port, error) {
 		p, err := serial.New(sc, n.ingest, n.logger)
 		if err == nil {
 			err = p.Start(ctx)
@@ -144,7 +120,7 @@ func (n *Node) reloadBridges(cfg config.Config) (changed []string, err error) {
 		}
 		return p, nil
 	})
-	buses, modbusCfgs, bErrs := restartChanged(n.modbus, cur.modbus, cfg.Modbus, bStop, bStart, func(bc config.ModbusBus) (*modbus.Bus, error) {
+	buses, modbusCfgs, bErrs := bridge.Restart(n.modbus, cur.modbus, cfg.Modbus, bStop, bStart, func(bc config.ModbusBus) (*modbus.Bus, error) {
 		b, err := modbus.New(modbus.Config(bc), n.ingest, n.logger)
 		if err == nil {
 			err = b.Start(ctx)
@@ -154,7 +130,7 @@ func (n *Node) reloadBridges(cfg config.Config) (changed []string, err error) {
 		}
 		return b, nil
 	})
-	ups, uplinkCfgs, uErrs := restartChanged(n.uplinks, cur.uplinks, cfg.Uplinks, uStop, uStart, func(c config.Uplink) (*uplinkRun, error) {
+	ups, uplinkCfgs, uErrs := bridge.Restart(n.uplinks, cur.uplinks, cfg.Uplinks, uStop, uStart, func(c config.Uplink) (*uplinkRun, error) {
 		r, err := n.openUplink(cfg, c)
 		if err != nil {
 			return nil, err
@@ -182,26 +158,6 @@ func (n *Node) reloadBridges(cfg config.Config) (changed []string, err error) {
 	}
 	n.mqtt, n.serial, n.modbus, n.uplinks, n.bridgeCfg = mqtts, ports, buses, ups, next
 	return changed, errors.Join(errs...)
-}
-
-// restartChanged is one kind's bridges after a reload: the running ones
-// not in stop (their configs from cur) and, opened by open, want's entries
-// in start. An entry that fails to open is reported and left out.
-func restartChanged[B, C any](running []B, cur, want []C, stop, start []int, open func(C) (B, error)) (bs []B, cs []C, errs []error) {
-	for i := range running {
-		if !slices.Contains(stop, i) {
-			bs, cs = append(bs, running[i]), append(cs, cur[i])
-		}
-	}
-	for _, j := range start {
-		b, err := open(want[j])
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		bs, cs = append(bs, b), append(cs, want[j])
-	}
-	return bs, cs, errs
 }
 
 func appendOnce(list []string, s string) []string {

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"edgeq/bridge/uplink"
 	"edgeq/gateway/config"
@@ -44,24 +43,9 @@ func uplinkQueueConfig(cfg config.Config, uc uplink.Config) queue.Config {
 	qc.MaxInFlight = uc.Window
 	qc.DeviceWindow = uc.EffectiveDeviceWindow()
 	qc.MaxDeliver = 1 << 30
-	qc.AckWait = max(qc.AckWait, uplinkAckWait(uc, int64(cfg.NATS.MaxPayload)))
+	qc.AckWait = max(qc.AckWait, uc.MaxHold(int64(cfg.NATS.MaxPayload)))
 	qc.MaxNakDelay = max(qc.MaxNakDelay, uc.RetryMax, uc.RetryAfterMax)
 	return qc
-}
-
-func uplinkAckWait(uc uplink.Config, maxPayload int64) time.Duration {
-	wait := uc.RetryMax
-	if uc.Type == uplink.TypeHTTP { // only HTTP answers carry a Retry-After
-		wait = max(wait, uc.RetryAfterMax)
-	}
-	w := 2*(wait+uc.Timeout) + time.Minute
-	if uc.RateMsgs > 0 {
-		w += time.Duration(2 * float64(uc.Window) / uc.RateMsgs * float64(time.Second))
-	}
-	if uc.RateBytes > 0 {
-		w += time.Duration(2 * float64(uc.Window) * float64(maxPayload) / uc.RateBytes * float64(time.Second))
-	}
-	return w
 }
 
 func (n *Node) startUplinks(ctx context.Context) error {
@@ -89,65 +73,16 @@ func (n *Node) uplinkStats(s *metrics.Snapshot) []uplink.Stats {
 	if len(n.uplinks) == 0 {
 		return nil
 	}
-	means := partitionMeans(s)
+	means := uplink.MeanRecordSizes(s.Log.Partitions)
+	lagOf := func(g *groups.GroupStats, p int, committed uint64) uint64 {
+		_, lag := s.GroupPartition(g, p, committed)
+		return lag
+	}
 	out := make([]uplink.Stats, 0, len(n.uplinks))
 	for _, r := range n.uplinks {
 		us := r.u.Stats()
-		us.LagRecords, us.LagBytes, us.Leading = groupLag(s, means, r.key)
+		us.LagRecords, us.LagBytes, us.Leading = means.GroupLag(s.Node, s.Groups, r.key, lagOf)
 		out = append(out, us)
 	}
 	return out
-}
-
-// recordMeans are the mean stored record sizes of the local partitions
-// (framing included), and of the whole local log.
-type recordMeans struct {
-	part map[int]float64
-	node float64
-}
-
-func partitionMeans(s *metrics.Snapshot) recordMeans {
-	m := recordMeans{part: make(map[int]float64, len(s.Log.Partitions))}
-	var bytes, records float64
-	for _, p := range s.Log.Partitions {
-		if p.First > 0 && p.Last >= p.First && p.Bytes > 0 {
-			k := float64(p.Last - p.First + 1)
-			m.part[p.Partition] = float64(p.Bytes) / k
-			bytes, records = bytes+float64(p.Bytes), records+k
-		}
-	}
-	if records > 0 {
-		m.node = bytes / records
-	}
-	return m
-}
-
-// groupLag is the lag of the group of key in records and, estimated without
-// reading a record, in bytes: each partition's lag times its mean stored
-// record size. A peer's partition, whose sizes this node does not know, is
-// counted at this node's mean. leading is false (and the lags 0) where this
-// node does not deliver the group.
-func groupLag(s *metrics.Snapshot, means recordMeans, key groups.GroupKey) (records, bytes uint64, leading bool) {
-	for i := range s.Groups {
-		g := &s.Groups[i]
-		if g.Key != key {
-			continue
-		}
-		var b float64
-		for _, p := range g.Core.Partitions {
-			_, lag := s.GroupPartition(g, p.Partition, p.Committed)
-			records += lag
-			mean := means.node
-			if ref, remote := g.Partitions[p.Partition]; !remote || ref.Node == s.Node {
-				local := p.Partition
-				if remote {
-					local = ref.Partition
-				}
-				mean = means.part[local]
-			}
-			b += float64(lag) * mean
-		}
-		return records, uint64(b + 0.5), g.Leading
-	}
-	return 0, 0, false
 }

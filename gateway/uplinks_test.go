@@ -6,10 +6,6 @@ import (
 
 	"edgeq/bridge/uplink"
 	"edgeq/gateway/config"
-	"edgeq/gateway/groups"
-	"edgeq/gateway/metrics"
-	"edgeq/gateway/queue"
-	"edgeq/wal"
 )
 
 func TestUplinkQueueConfig(t *testing.T) {
@@ -43,36 +39,5 @@ func TestUplinkQueueConfig(t *testing.T) {
 	uc.RateBytes, uc.Type = 0, uplink.TypeHTTP // an HTTP retry may wait retry_after_max (5m) in place
 	if qc := uplinkQueueConfig(config.Default(), uc); qc.AckWait != 2*(5*time.Minute+10*time.Second)+time.Minute || qc.MaxNakDelay < 5*time.Minute {
 		t.Errorf("http: ack_wait %v, max nak delay %v", qc.AckWait, qc.MaxNakDelay)
-	}
-}
-
-// TestGroupLagBytes: the lag in bytes is each partition's lag times its
-// mean stored record size; a peer's partition counts at this node's mean; a
-// node that does not lead the group reports nothing.
-func TestGroupLagBytes(t *testing.T) {
-	key := groups.GroupKey{Filter: "telemetry.>", Queue: "uplink:cloud"}
-	s := &metrics.Snapshot{Node: "gw-a", Log: wal.Stats{Partitions: []wal.PartitionStats{
-		{Partition: 0, First: 1, Last: 100, Durable: 100, Bytes: 100 * 50}, // 50 bytes a record
-		{Partition: 1, First: 11, Last: 20, Durable: 20, Bytes: 10 * 200},  // 200 bytes a record
-		{Partition: 2}, // empty
-	}}}
-	s.Groups = []groups.GroupStats{{Key: key, Leading: true,
-		Core: queue.Stats{Partitions: []queue.PartitionStats{{Partition: 0, Committed: 90}, {Partition: 1, Committed: 15},
-			{Partition: 2}, {Partition: 3, Committed: 4}}},
-		Partitions: map[int]groups.PartitionRef{0: {Node: "gw-a", Partition: 0}, 1: {Node: "gw-a", Partition: 1},
-			2: {Node: "gw-a", Partition: 2}, 3: {Node: "gw-b", Partition: 0, Durable: 6}}}}
-	means := partitionMeans(s)
-	// Local: 10 × 50 + 5 × 200; gw-b/0: 2 records at this node's mean,
-	// (5000 + 2000) / 110 bytes: 500 + 1000 + 127.3.
-	recs, b, leading := groupLag(s, means, key)
-	if want := uint64(1627); recs != 17 || b != want || !leading {
-		t.Errorf("lag %d records, %d bytes, leading %v; want 17, %d, true", recs, b, leading, want)
-	}
-	s.Groups[0].Leading, s.Groups[0].Core = false, queue.Stats{}
-	if recs, b, leading := groupLag(s, means, key); recs != 0 || b != 0 || leading {
-		t.Errorf("not leading: %d records, %d bytes, leading %v", recs, b, leading)
-	}
-	if recs, b, leading := groupLag(s, means, groups.GroupKey{Filter: "x", Queue: "y"}); recs != 0 || b != 0 || leading {
-		t.Errorf("unknown group: %d, %d, %v", recs, b, leading)
 	}
 }

@@ -6,8 +6,9 @@ import (
 	"edgeq/wal"
 )
 
-// Reason says why a message was not stored. Reasons are metric label values.
-type Reason string
+// Reason says why a message was not stored. Reasons are metric label values
+// and the keys of the API's counters by reason (plain strings there).
+type Reason = string
 
 // Reasons a message cannot be mapped to a device (acked, counted, logged).
 const (

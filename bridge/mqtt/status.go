@@ -4,46 +4,17 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"edgeq/gateway/apiv1"
 )
 
-// Status is one bridge's state for /v1/status and metrics.
-type Status struct {
-	Name          string    `json:"name"`
-	Broker        string    `json:"broker"`
-	ClientID      string    `json:"client_id"`
-	Connected     bool      `json:"connected"`
-	Subscribed    bool      `json:"subscribed"` // the current connection's subscriptions were granted
-	LastError     string    `json:"last_error,omitempty"`
-	LastErrorTime time.Time `json:"last_error_time,omitzero"`
-	Counters      Counters  `json:"counters"`
-}
+// Status is one bridge's state for /v1/status and metrics: the API's
+// document.
+type Status = apiv1.MQTTStatus
 
 // Counters are monotonic counts since New (suitable as Prometheus counters),
 // except Queued and Pending, which are gauges.
-type Counters struct {
-	Received    uint64 `json:"received"`    // messages delivered by the broker
-	Redelivered uint64 `json:"redelivered"` // of them, with the DUP flag set
-	Stored      uint64 `json:"stored"`      // records made durable
-	Acked       uint64 `json:"acked"`       // QoS 1/2 acks handed to paho
-	// Unmappable counts messages without a valid device ID by reason; they are acked.
-	Unmappable map[Reason]uint64 `json:"unmappable"`
-	// Rejected counts records the log refused for good by reason; they are acked.
-	Rejected map[Reason]uint64 `json:"rejected"`
-	// Dropped counts QoS 0 messages lost by reason (QoS 0 is never redelivered).
-	Dropped map[Reason]uint64 `json:"dropped"`
-	// Deferred counts QoS 1/2 messages left unacked so that the broker
-	// redelivers them: after a storage error, while stopping, on a full queue.
-	Deferred         uint64 `json:"deferred"`
-	StorageErrors    uint64 `json:"storage_errors"`    // failed appends (disk full, budget, I/O)
-	Connects         uint64 `json:"connects"`          // successful connections, the first included
-	Reconnects       uint64 `json:"reconnects"`        // successful connections after the first
-	ConnectionsLost  uint64 `json:"connections_lost"`  // connections that dropped
-	ForcedReconnects uint64 `json:"forced_reconnects"` // connections closed by the bridge to get redelivery
-	SubscribeErrors  uint64 `json:"subscribe_errors"`  // failed or refused subscriptions
-	ReadPauses       uint64 `json:"read_pauses"`       // socket reads held back while the queue filled
-	Queued           int    `json:"queued"`            // gauge: messages waiting for the appender
-	Pending          int    `json:"pending"`           // gauge: appends waiting for durability or their ack
-}
+type Counters = apiv1.MQTTCounters
 
 // counters is the live form of Counters.
 type counters struct {

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"edgeq/gateway/apiv1"
 	"edgeq/gateway/groups"
 	"edgeq/internal/backoff"
 	"edgeq/internal/hist"
@@ -555,60 +556,20 @@ func (u *Uplink) Close() {
 	u.tr.Close()
 }
 
-// Stats is a snapshot of an uplink.
+// Stats is a snapshot of an uplink: the API's document and, for /metrics,
+// the upstream latency.
 type Stats struct {
-	Name  string `json:"name"`
-	Type  string `json:"type"`
-	Queue string `json:"queue"`
-	// State: starting, up, retrying (the last send failed), down (the
-	// transport is not connected).
-	State     string `json:"state"`
-	Connected bool   `json:"connected"`
-	// LagRecords: durable records of the group not yet acknowledged
-	// upstream (filled by the node from the group's stats).
-	LagRecords uint64 `json:"lag_records"`
-	// LagBytes estimates the bytes of those records: each partition's lag
-	// in records times its mean stored record size (filled by the node).
-	LagBytes uint64 `json:"lag_bytes"`
-	// Leading: this node leads the uplink's group (always on a standalone
-	// node). Only the leader knows the lag: elsewhere both lags are 0.
-	Leading bool `json:"leading"`
-	Held    int  `json:"held"` // records queued or awaiting the upstream
-	Window  int  `json:"window"`
-	// OldestUnsent is the age of the oldest record the uplink holds or failed
-	// to send and has not sent since.
-	OldestUnsentSeconds float64 `json:"oldest_unsent_seconds"`
-	Delivered           uint64  `json:"delivered"`
-	Sent                uint64  `json:"sent"`
-	Acked               uint64  `json:"acked"`
-	AckedBytes          uint64  `json:"acked_bytes"`
-	Failed              uint64  `json:"failed"`
-	Retried             uint64  `json:"retried"`
-	DeadLetters         uint64  `json:"dead_letters"`
-	Refused             uint64  `json:"refused"`
-	// RetryAfter counts failures after which the uplink waited as the
-	// upstream asked (an HTTP Retry-After, capped at retry_after_max).
-	RetryAfter uint64 `json:"retry_after"`
-	// Records that may have gone out before (sent again after a failure,
-	// a crash or a failover) are looked up upstream first (nats):
-	// UpstreamChecks counts the reads, AlreadyUpstream the records found
-	// there and not sent again, Unverified those sent again that the
-	// upstream could not tell about (its duplicate window is their only
-	// dedup).
-	UpstreamChecks  uint64        `json:"upstream_checks"`
-	AlreadyUpstream uint64        `json:"already_upstream"`
-	Unverified      uint64        `json:"unverified"`
-	LastError       string        `json:"last_error,omitempty"`
-	Latency         hist.Snapshot `json:"-"`
+	apiv1.UplinkStatus
+	Latency hist.Snapshot `json:"-"`
 }
 
 // Stats returns a snapshot.
 func (u *Uplink) Stats() Stats {
-	s := Stats{Name: u.cfg.Name, Type: u.cfg.Type, Queue: u.cfg.QueueName(), Connected: u.tr.Connected(),
+	s := Stats{UplinkStatus: apiv1.UplinkStatus{Name: u.cfg.Name, Type: u.cfg.Type, Queue: u.cfg.QueueName(), Connected: u.tr.Connected(),
 		Held: int(u.held.Load()), Window: u.cfg.Window,
 		Delivered: u.stats.delivered.Load(), Sent: u.stats.sent.Load(), Acked: u.stats.acked.Load(),
 		AckedBytes: u.stats.bytes.Load(), Failed: u.stats.failed.Load(), Retried: u.stats.retried.Load(),
-		DeadLetters: u.stats.dead.Load(), Refused: u.stats.refused.Load(), RetryAfter: u.stats.retryAfter.Load(), Latency: u.latency.Snapshot()}
+		DeadLetters: u.stats.dead.Load(), Refused: u.stats.refused.Load(), RetryAfter: u.stats.retryAfter.Load()}, Latency: u.latency.Snapshot()}
 	if c, ok := u.tr.(interface {
 		checkStats() (uint64, uint64, uint64)
 	}); ok {

@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"edgeq/gateway"
+	"edgeq/gateway/apiv1"
 )
 
 // runGroups lists (ls) or deletes (rm NAME) queue groups through the node's
@@ -111,9 +111,7 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 		stdout.Write(body)
 		return 0
 	}
-	var ans struct {
-		Groups []gateway.GroupInfo `json:"groups"`
-	}
+	var ans apiv1.GroupList
 	if err := json.Unmarshal(body, &ans); err != nil {
 		fmt.Fprintf(stderr, "edgeq groups ls: %v\n", err)
 		return 1
@@ -124,7 +122,7 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 
 // printGroups writes one line per group: name, subject, kind, members by
 // node, where it is declared or when it expires.
-func printGroups(w io.Writer, gs []gateway.GroupInfo) {
+func printGroups(w io.Writer, gs []apiv1.GroupInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSUBJECT\tKIND\tMEMBERS\tLEADER\tPENDING\tIN FLIGHT\tLIFETIME")
 	for _, g := range gs {

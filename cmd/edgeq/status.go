@@ -21,9 +21,7 @@ import (
 
 	"golang.org/x/term"
 
-	"edgeq/gateway"
-	"edgeq/gateway/cluster"
-	"edgeq/gateway/metrics"
+	"edgeq/gateway/apiv1"
 )
 
 // ANSI: cursor home, clear the screen. Written before each refresh of
@@ -82,7 +80,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 // a blank line, with no escape codes. A node that does not answer is shown
 // as an error line, and the next refresh tries again.
 func watchStatus(ctx context.Context, c statusClient, w io.Writer, tty, raw bool, interval time.Duration, count int) {
-	var prev *gateway.Status
+	var prev *apiv1.Status
 	for i := 0; count == 0 || i < count; i++ {
 		var frame bytes.Buffer
 		st, body, err := c.fetch()
@@ -128,7 +126,7 @@ type statusClient struct {
 }
 
 // fetch gets /v1/status: the decoded document and the body as sent.
-func (c statusClient) fetch() (*gateway.Status, []byte, error) {
+func (c statusClient) fetch() (*apiv1.Status, []byte, error) {
 	req, err := http.NewRequest("GET", c.url+"/v1/status", nil)
 	if err != nil {
 		return nil, nil, err
@@ -148,7 +146,7 @@ func (c statusClient) fetch() (*gateway.Status, []byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
 	}
-	var st gateway.Status
+	var st apiv1.Status
 	if err := json.Unmarshal(body, &st); err != nil {
 		return nil, nil, err
 	}
@@ -160,7 +158,7 @@ func (c statusClient) fetch() (*gateway.Status, []byte, error) {
 // went backwards (the node restarted) or no time between readings.
 type rater struct{ dt float64 }
 
-func newRater(prev, cur *gateway.Status) rater {
+func newRater(prev, cur *apiv1.Status) rater {
 	if prev == nil || prev.Node != cur.Node {
 		return rater{}
 	}
@@ -176,7 +174,7 @@ func (r rater) rate(prev, cur uint64, ok bool) string {
 
 // printStatus writes the status for people; prev (nil at first) gives the
 // rates.
-func printStatus(w io.Writer, st, prev *gateway.Status) {
+func printStatus(w io.Writer, st, prev *apiv1.Status) {
 	r := newRater(prev, st)
 	ready := "ready"
 	if !st.Ready {
@@ -213,7 +211,7 @@ func printStatus(w io.Writer, st, prev *gateway.Status) {
 		full += "  DISK LOW (below the free-space watermark)"
 	}
 	fmt.Fprintf(w, "log %s of %s, %d devices%s\n", human(st.Log.Bytes), human(st.Log.MaxBytes), st.Log.Devices, full)
-	var prevDev *metrics.DeviceHealth
+	var prevDev *apiv1.DeviceHealth
 	if prev != nil && r.dt > 0 {
 		prevDev = &prev.Device
 	}
@@ -221,7 +219,7 @@ func printStatus(w io.Writer, st, prev *gateway.Status) {
 	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	prevParts := map[int]gateway.PartitionStatus{}
+	prevParts := map[int]apiv1.PartitionStatus{}
 	if prev != nil {
 		for _, p := range prev.Partitions {
 			prevParts[p.Partition] = p
@@ -242,7 +240,7 @@ func printStatus(w io.Writer, st, prev *gateway.Status) {
 	if len(st.Groups) == 0 {
 		fmt.Fprintln(w, "no queue groups")
 	} else {
-		prevGroups := map[[2]string]gateway.GroupStatus{}
+		prevGroups := map[[2]string]apiv1.GroupStatus{}
 		if prev != nil {
 			for _, g := range prev.Groups {
 				prevGroups[[2]string{g.Filter, g.Queue}] = g
@@ -286,7 +284,7 @@ func printStatus(w io.Writer, st, prev *gateway.Status) {
 	slices.Sort(names)
 	for _, name := range names {
 		s := st.Sources[name]
-		var ps gateway.Source
+		var ps apiv1.Source
 		ok := false
 		if prev != nil {
 			ps, ok = prev.Sources[name]
@@ -307,11 +305,11 @@ func printStatus(w io.Writer, st, prev *gateway.Status) {
 // printDevice writes the device-health line: CPU use needs the previous
 // refresh (prev), the rest is read as is. A value whose collector failed is
 // shown as "?".
-func printDevice(w io.Writer, d metrics.DeviceHealth, prev *metrics.DeviceHealth) {
+func printDevice(w io.Writer, d apiv1.DeviceHealth, prev *apiv1.DeviceHealth) {
 	var parts []string
 	cpu := "cpu -"
 	if prev != nil {
-		if p, ok := metrics.CPUPercent(*prev, d); ok {
+		if p, ok := apiv1.CPUPercent(*prev, d); ok {
 			cpu = fmt.Sprintf("cpu %.0f%%", p)
 		}
 	}
@@ -350,7 +348,7 @@ func freeOf(free, total *uint64) string {
 
 // printBridges writes a table per bridge kind with what each stored, its
 // rate and its last error.
-func printBridges(w io.Writer, st, prev *gateway.Status, r rater) {
+func printBridges(w io.Writer, st, prev *apiv1.Status, r rater) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(st.MQTT) > 0 {
 		prevStored := map[string]uint64{}
@@ -448,7 +446,7 @@ func human(n int64) string {
 // printClusterGroups writes the GROUP table of a cluster node: who delivers
 // each group, and the delivery figures only where this node does (another
 // node's leader has them; "-" here, not 0).
-func printClusterGroups(tw io.Writer, st *gateway.Status, prev map[[2]string]gateway.GroupStatus, r rater) {
+func printClusterGroups(tw io.Writer, st *apiv1.Status, prev map[[2]string]apiv1.GroupStatus, r rater) {
 	fmt.Fprintln(tw, "GROUP\tQUEUE\tLED BY\tMEMBERS\tIN FLIGHT\tPENDING\tLAG\tDELIVERED/S\tACKED/S\tDELIVERED\tACKED\tREDELIVERED\tDEAD\tP50\tP99")
 	for _, g := range st.Groups {
 		if !g.Leading {
@@ -464,7 +462,7 @@ func printClusterGroups(tw io.Writer, st *gateway.Status, prev map[[2]string]gat
 }
 
 // leaderOf names the leader of a group this node does not deliver.
-func leaderOf(c *gateway.ClusterStatus, g gateway.GroupStatus) string {
+func leaderOf(c *apiv1.ClusterStatus, g apiv1.GroupStatus) string {
 	l, ok := c.Leaders[g.Filter+" "+g.Queue]
 	switch {
 	case !ok || l.Leader == "":
@@ -478,14 +476,14 @@ func leaderOf(c *gateway.ClusterStatus, g gateway.GroupStatus) string {
 // printCluster writes the cluster section: peers (up, and the addresses to
 // dial that have no connection), the leader of each group with its members
 // by node, and the cluster's counters.
-func printCluster(w io.Writer, st, prev *gateway.Status, r rater) {
+func printCluster(w io.Writer, st, prev *apiv1.Status, r rater) {
 	c := st.Cluster
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w)
 	if len(c.Peers)+len(c.Unreachable) == 0 {
 		fmt.Fprintln(w, "no peers")
 	} else {
-		prevPeers := map[string]cluster.PeerStatus{}
+		prevPeers := map[string]apiv1.PeerStatus{}
 		if prev != nil && prev.Cluster != nil {
 			for _, p := range prev.Cluster.Peers {
 				prevPeers[p.Node] = p

@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"edgeq/gateway"
-	"edgeq/gateway/cluster"
+	"edgeq/gateway/apiv1"
 )
 
 // clusterStatusAt is node gw-b of cluster "plant" at t seconds, as its
@@ -17,37 +16,37 @@ import (
 // forwards to gw-a; gw-c leads alerts; the group "new" is being elected.
 // gw-a dialed in an hour ago and sends 50 frames/s, gw-c was dialed a
 // minute ago; gw-d is down and one discovered address never answered.
-func clusterStatusAt(t testing.TB, at float64) *gateway.Status {
+func clusterStatusAt(t testing.TB, at float64) *apiv1.Status {
 	t.Helper()
 	now := time.Unix(1000, 0).Add(time.Duration(at * float64(time.Second)))
 	st := statusAt(at)
 	st.Node, st.NATS, st.HTTP = "gw-b", "127.0.0.1:4222", "127.0.0.1:8222"
-	st.Groups = []gateway.GroupStatus{
+	st.Groups = []apiv1.GroupStatus{
 		{Filter: "telemetry.>", Queue: "alerts", Members: 2, MembersByNode: map[string]int{"gw-a": 1, "gw-c": 1}},
 		{Filter: "telemetry.>", Queue: "new", Members: 0},
 		{Filter: "telemetry.>", Queue: "workers", Leading: true, Members: 3, InFlight: 4, Pending: 9, Lag: 7,
 			Delivered: uint64(10 * at), Acked: uint64(8 * at), Forwards: uint64(6 * at), LatencyP50ms: 3, LatencyP99ms: 12,
 			MembersByNode: map[string]int{"gw-a": 2, "gw-b": 1}},
 	}
-	st.Cluster = &gateway.ClusterStatus{
+	st.Cluster = &apiv1.ClusterStatus{
 		Name: "plant", Listen: "10.0.0.2:7422",
-		Peers: []cluster.PeerStatus{
+		Peers: []apiv1.PeerStatus{
 			{Node: "gw-a", Addr: "10.0.0.1:50122", Priority: 1, Partitions: 10, Since: time.Unix(1000-3600, 0),
 				LastSeen: now.Add(-250 * time.Millisecond), QueuedBytes: 2048,
 				FramesIn: uint64(1000 + 50*at), FramesOut: uint64(900 + 40*at), BytesIn: 3 << 20, BytesOut: 90_000},
 			{Node: "gw-c", Addr: "10.0.0.3:7422", Priority: 3, Partitions: 4, Dialed: true, Since: time.Unix(1000-60, 0),
 				LastSeen: now.Add(-100 * time.Millisecond), FramesIn: 50, FramesOut: 60, BytesIn: 5000, BytesOut: 6000},
 		},
-		Unreachable: []cluster.AddrStatus{{Addr: "10.0.0.4:7422", Node: "gw-d", Static: true}, {Addr: "10.0.0.9:7422"}},
-		Leaders: map[string]gateway.GroupLeader{
+		Unreachable: []apiv1.AddrStatus{{Addr: "10.0.0.4:7422", Node: "gw-d", Static: true}, {Addr: "10.0.0.9:7422"}},
+		Leaders: map[string]apiv1.GroupLeader{
 			"telemetry.> workers": {Leader: "gw-b", Epoch: "7:gw-b", Self: true},
 			"telemetry.> alerts":  {Leader: "gw-c", Epoch: "4:gw-c"},
 		},
 		Refused:    4,
-		PeerEvents: gateway.PeerEvents{RefusedHandshakes: 4, SendQueueOverflows: 1, Ups: 5, Downs: 3, RefusedFrames: 2, FailedHandshakes: 6, BusyHandshakes: 7},
-		Election: gateway.ElectionEvents{Elections: 9, Leaderships: 6, TakeOvers: 2, HandOverTimeouts: 1, HandOvers: 3,
+		PeerEvents: apiv1.PeerEvents{RefusedHandshakes: 4, SendQueueOverflows: 1, Ups: 5, Downs: 3, RefusedFrames: 2, FailedHandshakes: 6, BusyHandshakes: 7},
+		Election: apiv1.ElectionEvents{Elections: 9, Leaderships: 6, TakeOvers: 2, HandOverTimeouts: 1, HandOvers: 3,
 			Deposed: 2, StaleCoordinators: 8, Fenced: 5},
-		DataPath: gateway.DataPathEvents{ForwardsIn: 300, ForwardsRefused: 3, AcksRelayed: 290, RemoteCommits: 77,
+		DataPath: apiv1.DataPathEvents{ForwardsIn: 300, ForwardsRefused: 3, AcksRelayed: 290, RemoteCommits: 77,
 			RemoteCommitFailures: 1, FencedRequests: 6},
 	}
 	// Through the JSON, as `edgeq status` gets it.
@@ -55,7 +54,7 @@ func clusterStatusAt(t testing.TB, at float64) *gateway.Status {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out gateway.Status
+	var out apiv1.Status
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +70,11 @@ func TestPrintStatusCluster(t *testing.T) {
 	reconnected.Cluster.Peers[0].Since = reconnected.Time.Add(-time.Second)
 	lost := clusterStatusAt(t, 4)
 	lost.Groups[2].Leading = false
-	lost.Cluster.Leaders["telemetry.> workers"] = gateway.GroupLeader{Leader: "gw-c", Epoch: "8:gw-c"}
+	lost.Cluster.Leaders["telemetry.> workers"] = apiv1.GroupLeader{Leader: "gw-c", Epoch: "8:gw-c"}
 	dash11 := `(\s+-){11}\s*$`
 	tests := []struct {
 		name      string
-		prev, cur *gateway.Status
+		prev, cur *apiv1.Status
 		want      []string // regexps, each must match a line
 	}{
 		{"first reading", nil, clusterStatusAt(t, 2), []string{

@@ -12,25 +12,23 @@ import (
 	"testing"
 	"time"
 
-	"edgeq/bridge/uplink"
-	"edgeq/gateway"
-	"edgeq/gateway/metrics"
+	"edgeq/gateway/apiv1"
 )
 
 // statusAt is a node's status at t seconds: a group that delivered 10 and
 // acked 8 messages per second so far, and CPU seconds that grow a quarter
 // busy.
-func statusAt(t float64) *gateway.Status {
+func statusAt(t float64) *apiv1.Status {
 	busy, total, cpus := 100+0.5*t, 1000+2*t, 2
 	load := 0.5
-	return &gateway.Status{
+	return &apiv1.Status{
 		Node: "gw", Ready: true, Time: time.Unix(1000, 0).Add(time.Duration(t * float64(time.Second))),
-		Partitions: []gateway.PartitionStatus{{Partition: 0, Appends: uint64(100 + 10*t)}},
-		Groups:     []gateway.GroupStatus{{Filter: "telemetry.>", Queue: "q", Delivered: uint64(10 * t), Acked: uint64(8 * t), Lag: 7}},
-		Sources:    map[string]gateway.Source{"nats": {Msgs: uint64(100 + 10*t)}, "http": {Msgs: 3}},
-		Device: metrics.DeviceHealth{CPUBusySeconds: &busy, CPUTotalSeconds: &total, CPUs: &cpus,
+		Partitions: []apiv1.PartitionStatus{{Partition: 0, Appends: uint64(100 + 10*t)}},
+		Groups:     []apiv1.GroupStatus{{Filter: "telemetry.>", Queue: "q", Delivered: uint64(10 * t), Acked: uint64(8 * t), Lag: 7}},
+		Sources:    map[string]apiv1.Source{"nats": {Msgs: uint64(100 + 10*t)}, "http": {Msgs: 3}},
+		Device: apiv1.DeviceHealth{CPUBusySeconds: &busy, CPUTotalSeconds: &total, CPUs: &cpus,
 			Load1: &load, Load5: &load, Load15: &load,
-			Temperatures: []metrics.Temperature{{Zone: "0", Type: "cpu-thermal", Celsius: 51.25}}},
+			Temperatures: []apiv1.Temperature{{Zone: "0", Type: "cpu-thermal", Celsius: 51.25}}},
 	}
 }
 
@@ -41,7 +39,7 @@ func TestPrintStatusRates(t *testing.T) {
 	restarted.Groups[0].Delivered, restarted.Groups[0].Acked = 1, 1
 	tests := []struct {
 		name      string
-		prev, cur *gateway.Status
+		prev, cur *apiv1.Status
 		want      []string // regexps, each must match a line
 	}{
 		{"first reading", nil, statusAt(2), []string{
@@ -132,7 +130,7 @@ func TestWatchStatus(t *testing.T) {
 // not (its zeros would read as "nothing to send").
 func TestPrintStatusUplinks(t *testing.T) {
 	st := statusAt(2)
-	st.Uplinks = []uplink.Stats{
+	st.Uplinks = []apiv1.UplinkStatus{
 		{Name: "cloud", Type: "nats", State: "up", Leading: true, LagRecords: 1200, LagBytes: 3 << 20, Held: 3, Window: 256, Acked: 97},
 		{Name: "lake", Type: "http", State: "up", Leading: false, Held: 0, Window: 100, Acked: 5},
 	}
@@ -154,12 +152,12 @@ func TestPrintStatusUplinks(t *testing.T) {
 // disk.
 func TestPrintStatusFullLog(t *testing.T) {
 	tests := []struct {
-		log  gateway.LogStatus
+		log  apiv1.LogStatus
 		want string
 	}{
-		{gateway.LogStatus{Bytes: 1 << 20, MaxBytes: 1 << 20, FullPolicy: "reject", Full: true},
+		{apiv1.LogStatus{Bytes: 1 << 20, MaxBytes: 1 << 20, FullPolicy: "reject", Full: true},
 			`^log 1\.0MiB of 1\.0MiB, 0 devices, full_policy reject  FULL \(rejecting\)$`},
-		{gateway.LogStatus{Bytes: 1 << 20, MaxBytes: 1 << 20, FullPolicy: "drop_oldest", RetentionDropped: 2977, DiskLow: true},
+		{apiv1.LogStatus{Bytes: 1 << 20, MaxBytes: 1 << 20, FullPolicy: "drop_oldest", RetentionDropped: 2977, DiskLow: true},
 			`^log 1\.0MiB of 1\.0MiB, 0 devices, full_policy drop_oldest, 2977 unconsumed records dropped  DISK LOW`},
 	}
 	for _, tt := range tests {

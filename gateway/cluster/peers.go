@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"edgeq/gateway/apiv1"
 	"edgeq/internal/backoff"
 )
 
@@ -123,21 +124,8 @@ func (c *ManagerConfig) defaults() error {
 	return nil
 }
 
-// PeerStatus describes one connected peer.
-type PeerStatus struct {
-	Node        string    `json:"node"`
-	Addr        string    `json:"addr"`
-	Priority    int       `json:"priority"`
-	Partitions  int       `json:"partitions"`
-	LastSeen    time.Time `json:"last_seen"`
-	Since       time.Time `json:"since"`
-	Dialed      bool      `json:"dialed"`
-	QueuedBytes int       `json:"queued_bytes"`
-	FramesOut   uint64    `json:"frames_out"`
-	FramesIn    uint64    `json:"frames_in"`
-	BytesOut    uint64    `json:"bytes_out"`
-	BytesIn     uint64    `json:"bytes_in"`
-}
+// PeerStatus describes one connected peer (the API's document).
+type PeerStatus = apiv1.PeerStatus
 
 // Counters are the manager's totals since start.
 type Counters struct {
@@ -839,14 +827,8 @@ func (m *Manager) conn(node string, t Type) (*peerConn, error) {
 }
 
 // AddrStatus is an address to dial (static, or found by discovery) that has
-// no connection now.
-type AddrStatus struct {
-	Addr string `json:"addr"`
-	// Node is the node the address led to when it was last dialed; "" if
-	// it never answered the handshake.
-	Node   string `json:"node,omitempty"`
-	Static bool   `json:"static"`
-}
+// no connection now (the API's document).
+type AddrStatus = apiv1.AddrStatus
 
 // Unreachable lists the addresses to dial whose node has no connection (a
 // peer that is down, or an address that never answered), sorted by

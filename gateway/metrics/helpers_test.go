@@ -15,6 +15,7 @@ import (
 	"edgeq/bridge/serial"
 	"edgeq/bridge/uplink"
 	"edgeq/discovery/election"
+	"edgeq/gateway/apiv1"
 	"edgeq/gateway/cluster"
 	"edgeq/gateway/devicemetrics"
 	"edgeq/gateway/groups"
@@ -106,8 +107,8 @@ func richSnapshot(t testing.TB, partitions, ngroups int) *Snapshot {
 		NSQ: &NSQStats{Connections: 2, TotalConnections: 5, Published: 100, Delivered: 90, Fin: 80, Req: 5, Touch: 3, RDY: 64, InFlight: 10,
 			Errors: []ReasonCount{{"E_INVALID", 2}}},
 		JetStream: JetStreamStats{Enabled: true, APICalls: 40, APIErrors: 2, Consumers: 3, BadPulls: 1, MsgIDs: 500, MaxMsgIDs: 100000, Duplicates: 4},
-		Uplinks: []uplink.Stats{{Name: "cloud", Type: "nats", State: "up", Connected: true, LagRecords: 12, Held: 4, Window: 64,
-			OldestUnsentSeconds: 0.5, Sent: 100, Acked: 96, AckedBytes: 9600, Failed: 2, Retried: 2, Latency: latencySnapshot(1)}},
+		Uplinks: []uplink.Stats{{UplinkStatus: apiv1.UplinkStatus{Name: "cloud", Type: "nats", State: "up", Connected: true, LagRecords: 12, Held: 4, Window: 64,
+			OldestUnsentSeconds: 0.5, Sent: 100, Acked: 96, AckedBytes: 9600, Failed: 2, Retried: 2}, Latency: latencySnapshot(1)}},
 		Device: fixtureSamples(t),
 	}
 	for p := range partitions {
@@ -145,14 +146,13 @@ func richSnapshot(t testing.TB, partitions, ngroups int) *Snapshot {
 			Unmappable: map[mqtt.Reason]uint64{mqtt.ReasonNoMatch: 4, mqtt.ReasonBadJSON: 6},
 			Rejected:   map[mqtt.Reason]uint64{mqtt.ReasonTooLarge: 2},
 			Dropped:    map[mqtt.Reason]uint64{mqtt.ReasonQueueFull: 1}}}}
-	s.Modbus = []modbus.Status{{Name: "rs485", Kind: "rtu", Address: "/dev/ttyUSB1", Open: true, Opens: 1, Stored: 40,
-		Latency: hist.Snapshot{Bounds: modbus.LatencyBuckets, Counts: make([]uint64, len(modbus.LatencyBuckets)+1), Sum: 40 * time.Millisecond},
-		Devices: []modbus.DeviceStatus{
+	s.Modbus = []modbus.Status{{Latency: hist.Snapshot{Bounds: modbus.LatencyBuckets, Counts: make([]uint64, len(modbus.LatencyBuckets)+1), Sum: 40 * time.Millisecond},
+		ModbusStatus: apiv1.ModbusStatus{Name: "rs485", Kind: "rtu", Address: "/dev/ttyUSB1", Open: true, Opens: 1, Stored: 40, Devices: []modbus.DeviceStatus{
 			{Unit: 1, Device: "meter-1", Polls: 20, Requests: 40, LastGood: time.Unix(1_700_000_000, 0), LastLatency: 12 * time.Millisecond,
 				Errors: map[string]uint64{"timeout": 0}},
 			{Unit: 2, Device: "meter-2", Polls: 20, FailedPolls: 20, Requests: 60, Retries: 40,
 				Errors: map[string]uint64{"timeout": 3, "exception": 20}, Exceptions: map[string]uint64{"2": 20}},
-		}}}
+		}}}}
 	s.Modbus[0].Latency.Counts[2] = 40
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"edgeq/bridge/uplink"
+	"edgeq/gateway/apiv1"
 	"edgeq/gateway/groups"
 	"edgeq/internal/hist"
 )
@@ -15,9 +16,9 @@ func TestRenderUplinks(t *testing.T) {
 	h.Observe(3 * time.Millisecond)
 	s := richSnapshot(t, 2, 1)
 	s.Uplinks = []uplink.Stats{
-		{Name: "cloud", Type: "nats", State: "up", Connected: true, LagRecords: 12, LagBytes: 4096, Leading: true, RetryAfter: 2, Held: 3, Window: 256,
-			OldestUnsentSeconds: 1.5, Sent: 100, Acked: 97, AckedBytes: 9700, Failed: 3, Retried: 3, Latency: h.Snapshot()},
-		{Name: `we"b`, Type: "http", State: "down"},
+		{UplinkStatus: apiv1.UplinkStatus{Name: "cloud", Type: "nats", State: "up", Connected: true, LagRecords: 12, LagBytes: 4096, Leading: true, RetryAfter: 2, Held: 3, Window: 256,
+			OldestUnsentSeconds: 1.5, Sent: 100, Acked: 97, AckedBytes: 9700, Failed: 3, Retried: 3}, Latency: h.Snapshot()},
+		{UplinkStatus: apiv1.UplinkStatus{Name: `we"b`, Type: "http", State: "down"}},
 	}
 	got := render(s)
 	mustLint(t, got)

@@ -1,14 +1,6 @@
-package gateway
+package apiv1
 
-import (
-	"time"
-
-	"edgeq/bridge/modbus"
-	"edgeq/bridge/mqtt"
-	"edgeq/bridge/serial"
-	"edgeq/bridge/uplink"
-	"edgeq/gateway/metrics"
-)
+import "time"
 
 // Status is the JSON of GET /v1/status; `edgeq status` prints it for people.
 type Status struct {
@@ -29,16 +21,16 @@ type Status struct {
 	Sources       map[string]Source `json:"sources"`
 	Connections   ConnStatus        `json:"connections"`
 	Tail          TailStatus        `json:"live_tail"`
-	Serial        []serial.Status   `json:"serial,omitempty"`
-	MQTT          []mqtt.Status     `json:"mqtt,omitempty"`
-	Modbus        []modbus.Status   `json:"modbus,omitempty"`
-	Uplinks       []uplink.Stats    `json:"uplinks,omitempty"`
+	Serial        []SerialStatus    `json:"serial,omitempty"`
+	MQTT          []MQTTStatus      `json:"mqtt,omitempty"`
+	Modbus        []ModbusStatus    `json:"modbus,omitempty"`
+	Uplinks       []UplinkStatus    `json:"uplinks,omitempty"`
 	Cluster       *ClusterStatus    `json:"cluster,omitempty"`
 	// NSQ is the NSQ listener, when it is on.
 	NSQ *NSQStatus `json:"nsq,omitempty"`
 	// Device is the gateway's health (CPU, load, temperatures, memory, the
 	// data directory's disk, this process).
-	Device metrics.DeviceHealth `json:"device"`
+	Device DeviceHealth `json:"device"`
 }
 
 // LogStatus summarizes the log.
@@ -181,104 +173,9 @@ type NSQStatus struct {
 	Errors        map[string]uint64 `json:"errors"`
 }
 
-func nsqStatusOf(n *metrics.NSQStats, listen string) *NSQStatus {
-	if n == nil {
-		return nil
-	}
-	st := &NSQStatus{Listen: listen, Connections: n.Connections, RDY: n.RDY, InFlight: n.InFlight, RdyExceeded: n.RdyExceeded,
-		Published: n.Published, PublishErrors: n.PublishErrors, Delivered: n.Delivered, Fin: n.Fin, Req: n.Req, Touch: n.Touch,
-		UnknownIDs: n.UnknownIDs, SlowConsumers: n.SlowConsumers, TLSFailures: n.TLSFailures, Errors: map[string]uint64{}}
-	for _, c := range n.Errors {
-		st.Errors[c.Reason] = c.N
-	}
-	return st
-}
-
 // TailStatus summarizes the live tail.
 type TailStatus struct {
 	Subscribers int    `json:"subscribers"`
 	Delivered   uint64 `json:"delivered"`
 	Dropped     uint64 `json:"dropped"`
 }
-
-// Status builds the status document from one snapshot, the same one
-// /metrics renders: the two never disagree about a moment.
-func (n *Node) Status() Status {
-	snap := n.snapshot(statusTopDevices, true)
-	st := statusOf(&snap)
-	st.DataDir, st.NATS, st.HTTP, st.Durability = n.cfg.DataDir, n.NATSAddr(), n.HTTPAddr(), string(n.cfg.WAL.Durability)
-	st.NSQ = nsqStatusOf(snap.NSQ, n.NSQAddr())
-	return st
-}
-
-// statusOf turns a snapshot into the status document (without the node's
-// addresses and settings).
-func statusOf(s *metrics.Snapshot) Status {
-	ls := s.Log
-	st := Status{
-		Node: s.Node, Version: s.Version, Time: s.Time, UptimeSeconds: int64(s.Time.Sub(s.StartTime).Seconds()), Ready: s.Ready,
-		Log: LogStatus{Bytes: ls.Bytes, MaxBytes: ls.MaxBytes, Full: ls.Full, FullPolicy: string(ls.FullPolicy), Devices: ls.Devices,
-			MaxDevices: ls.MaxDevices, Rejected: ls.Rejected, DiskLow: ls.DiskLow, DiskFault: ls.DiskFault},
-		Sources: map[string]Source{},
-		Device:  metrics.Health(s.Device),
-	}
-	for _, p := range ls.Partitions {
-		st.Log.RetentionDropped += p.Dropped
-		st.Partitions = append(st.Partitions, PartitionStatus{Partition: p.Partition, Hot: p.Hot, First: p.First,
-			Last: p.Last, Durable: p.Durable, Bytes: p.Bytes, Appends: p.Appends, Fsyncs: p.Fsyncs,
-			Corrupt: p.Corrupt, Dropped: p.Dropped, FsyncP99ms: ms(p.FsyncLatency.Quantile(0.99))})
-	}
-	for _, g := range s.Groups {
-		gs := GroupStatus{Filter: g.Key.Filter, Queue: g.Key.Queue, Declared: g.Declared,
-			Members: g.Core.Members, InFlight: g.Core.InFlight, Pending: g.Core.Pending,
-			Delivered: g.Core.Delivered, Acked: g.Core.Acked, Naks: g.Core.Naks,
-			Redeliveries: g.Core.Redeliveries, DeadLetters: g.Core.DeadLetters, Active: g.Core.ActiveDevices,
-			LatencyP50ms: ms(g.RecentLatency.Quantile(0.5)), LatencyP99ms: ms(g.RecentLatency.Quantile(0.99)),
-			PartitionLag: map[string]uint64{}, WindowSpan: map[string]int{}, Window: map[string]WindowStatus{},
-			StallsAvoided: g.Core.StallsAvoided, Leading: g.Leading, Forwards: g.Forwards}
-		if len(g.Members) > 0 {
-			gs.MembersByNode = g.Members
-		}
-		if !g.Leading {
-			gs.Members = 0
-			for _, n := range g.Members {
-				gs.Members += n
-			}
-		}
-		for _, p := range g.Core.Partitions {
-			name, lag := s.GroupPartition(&g, p.Partition, p.Committed)
-			if lag > 0 {
-				gs.Lag += lag
-				gs.PartitionLag[name] = lag
-			}
-			gs.WindowSpan[name] = p.Span
-			gs.Window[name] = WindowStatus{Messages: p.Held, Busiest: p.Busiest, SetAside: p.SetAside}
-		}
-		for _, m := range g.Core.MemberList {
-			gs.MemberList = append(gs.MemberList, MemberStatus{ID: string(m.ID), Credit: m.Credit, InFlight: m.InFlight})
-		}
-		st.Groups = append(st.Groups, gs)
-	}
-	st.Hot = HotStatus{Enabled: s.Hot.Enabled, Tracked: s.Hot.Tracked, Isolated: s.Hot.Isolated, Moves: s.Hot.Moves, MoveErrors: s.Hot.MoveErrors}
-	for _, d := range s.TopDevices {
-		st.HotDevices = append(st.HotDevices, DeviceStatus{Device: d.Device, Rate: d.Rate, Hot: d.Hot})
-	}
-	for _, c := range s.Sources {
-		st.Sources[c.Name] = Source{Msgs: c.Msgs, Bytes: c.Bytes, Errors: c.Errors}
-	}
-	cs := s.NATS
-	st.Connections = ConnStatus{Current: cs.Connections, Total: cs.TotalConnections,
-		AuthFailures: cs.AuthFailures, SlowConsumers: cs.SlowConsumers,
-		WriteTimeouts: cs.WriteTimeouts, Stale: cs.Stale, ProtocolErrs: cs.ProtocolErrors}
-	st.Serial = s.Serial
-	st.MQTT = s.MQTT
-	st.Modbus = s.Modbus
-	st.Uplinks = s.Uplinks
-	st.Tail = TailStatus{Subscribers: s.Tail.Subscribers, Delivered: s.Tail.Delivered, Dropped: s.Tail.Dropped}
-	if s.Cluster != nil {
-		st.Cluster = clusterStatusOf(s.Cluster, s.Dispatch)
-	}
-	return st
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,4 +1,4 @@
-package gateway
+package bridge
 
 import (
 	"reflect"
@@ -19,7 +19,7 @@ func TestDiffByName(t *testing.T) {
 		{"removed", []c{{"a", "1"}, {"b", "1"}}, []c{{"b", "1"}}, []int{0}, nil},
 		{"renamed", []c{{"a", "1"}}, []c{{"z", "1"}}, []int{0}, []int{0}},
 	} {
-		stop, start := diffByName(tc.old, tc.cur, name)
+		stop, start := DiffByName(tc.old, tc.cur, name)
 		if !reflect.DeepEqual(stop, tc.stop) || !reflect.DeepEqual(start, tc.start) {
 			t.Errorf("%s: stop %v start %v, want %v %v", tc.what, stop, start, tc.stop, tc.start)
 		}

@@ -1,21 +1,80 @@
-package gateway
+package httpapi_test
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"edgeq/gateway"
+	"edgeq/gateway/apiv1"
 	"edgeq/gateway/config"
+	"edgeq/gateway/httpapi"
+	"edgeq/gateway/metrics/lint"
 	"edgeq/wal"
 )
 
-func getDevice(t *testing.T, h http.Handler, path, token string) (int, DeviceView) {
+// startNode runs a node on loopback ports with its data in a temp dir.
+func startNode(t testing.TB, mod func(*config.Config)) (*gateway.Node, config.Config) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.NodeID = "metrics-test"
+	cfg.NATS.Listen = "127.0.0.1:0"
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	if mod != nil {
+		mod(&cfg)
+	}
+	n, err := gateway.NewNode(cfg, "test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Shutdown(5 * time.Second) })
+	return n, cfg
+}
+
+// appendN appends count 10-byte records over 7 devices, each durable
+// before the next.
+func appendN(t testing.TB, n *gateway.Node, prefix string, count int) {
+	t.Helper()
+	for i := range count {
+		dev := fmt.Sprintf("%s-%d", prefix, i%7)
+		if _, err := n.Ingest().Append(context.Background(), &wal.Record{Device: dev, Source: "test", Payload: []byte("0123456789")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// values scrapes /metrics through the API's handler and lints it.
+func values(t testing.TB, n *gateway.Node) map[string]float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	n.API().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("scrape: %d", rec.Code)
+	}
+	body := rec.Body.Bytes()
+	if err := lint.Check(body, lint.Policy{Prefix: "edgeq_"}).Err(); err != nil {
+		t.Fatalf("%v\n%s", err, body)
+	}
+	v, err := lint.Values(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func getDevice(t *testing.T, h http.Handler, path, token string) (int, apiv1.DeviceView) {
 	t.Helper()
 	req := httptest.NewRequest("GET", path, nil)
 	if token != "" {
@@ -23,7 +82,7 @@ func getDevice(t *testing.T, h http.Handler, path, token string) (int, DeviceVie
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	var v DeviceView
+	var v apiv1.DeviceView
 	if rec.Code == http.StatusOK {
 		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
 			t.Fatalf("%s: %v\n%s", path, err, rec.Body)
@@ -36,11 +95,11 @@ func getDevice(t *testing.T, h http.Handler, path, token string) (int, DeviceVie
 // device, newest first, bounded, with payloads as text or base64; bad IDs
 // and bounds are refused, and the token applies.
 func TestDeviceEndpoint(t *testing.T) {
-	n := startMetricsNode(t, func(c *config.Config) {
+	n, cfg := startNode(t, func(c *config.Config) {
 		c.HTTP.Token = "dev-t0ken"
 		c.Groups = append(c.Groups, config.Group{Subject: "telemetry.>", Queue: "archive", Deliver: "all"})
 	})
-	h := n.httpHandler()
+	h := n.API().Handler()
 	ctx := context.Background()
 	for i := 1; i <= 30; i++ {
 		payload := fmt.Appendf(nil, `{"i":%d}`, i)
@@ -48,9 +107,9 @@ func TestDeviceEndpoint(t *testing.T) {
 			payload = []byte{0xff, 0xfe, 0x00}
 		}
 		if i == 30 {
-			payload = []byte(strings.Repeat("é", devicePayloadMax)) // 2 bytes a rune: cut inside one
+			payload = []byte(strings.Repeat("é", httpapi.DevicePayloadMax)) // 2 bytes a rune: cut inside one
 		}
-		if _, err := n.ingest.Append(ctx, &wal.Record{Device: "meter-9", Source: "test", Payload: payload,
+		if _, err := n.Ingest().Append(ctx, &wal.Record{Device: "meter-9", Source: "test", Payload: payload,
 			Headers: []wal.Header{{Key: "Site", Value: "hall-2"}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +120,7 @@ func TestDeviceEndpoint(t *testing.T) {
 		t.Fatalf("without token: %d", code)
 	}
 	code, v := getDevice(t, h, "/v1/devices/meter-9?n=5", "dev-t0ken")
-	if code != 200 || !v.Known || v.LastSeq != 30 || v.Partition != wal.PartitionFor("meter-9", n.cfg.WAL.Partitions) || len(v.Records) != 5 || !v.Complete {
+	if code != 200 || !v.Known || v.LastSeq != 30 || v.Partition != wal.PartitionFor("meter-9", cfg.WAL.Partitions) || len(v.Records) != 5 || !v.Complete {
 		t.Fatalf("view %d %+v", code, v)
 	}
 	for i, r := range v.Records {
@@ -69,7 +128,7 @@ func TestDeviceEndpoint(t *testing.T) {
 			t.Fatalf("record %d: %+v", i, r)
 		}
 	}
-	if r := v.Records[0]; !r.Truncated || r.Size != 2*devicePayloadMax || !strings.HasPrefix(r.Payload, "éé") || strings.ContainsRune(r.Payload, '\uFFFD') {
+	if r := v.Records[0]; !r.Truncated || r.Size != 2*httpapi.DevicePayloadMax || !strings.HasPrefix(r.Payload, "éé") || strings.ContainsRune(r.Payload, '\uFFFD') {
 		t.Fatalf("long payload: truncated %v size %d, %d bytes of text", r.Truncated, r.Size, len(r.Payload))
 	}
 	if r := v.Records[1]; r.Payload != "" || string(r.PayloadBase64) != "\xff\xfe\x00" {
@@ -97,7 +156,7 @@ func TestDeviceEndpoint(t *testing.T) {
 // Events and counts its streams in /metrics; shutting the node down ends
 // the stream instead of waiting for it.
 func TestEventsStream(t *testing.T) {
-	n := startMetricsNode(t, func(c *config.Config) { c.HTTP.EventsInterval = 250 * time.Millisecond })
+	n, _ := startNode(t, func(c *config.Config) { c.HTTP.EventsInterval = 250 * time.Millisecond })
 	resp, err := http.Get("http://" + n.HTTPAddr() + "/v1/events")
 	if err != nil {
 		t.Fatal(err)
@@ -107,14 +166,14 @@ func TestEventsStream(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	r := bufio.NewReader(resp.Body)
-	var docs []Status
+	var docs []apiv1.Status
 	for len(docs) < 2 {
 		line, err := r.ReadString('\n')
 		if err != nil {
 			t.Fatal(err)
 		}
 		if data, ok := strings.CutPrefix(line, "data: "); ok {
-			var st Status
+			var st apiv1.Status
 			if err := json.Unmarshal([]byte(data), &st); err != nil {
 				t.Fatalf("event: %v: %s", err, data)
 			}
@@ -134,21 +193,4 @@ func TestEventsStream(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("shutdown with a stream open took %v", d)
 	}
-}
-
-// BenchmarkStatusFrame is what the console costs the node per interval,
-// whatever the number of open streams: one snapshot (device collectors
-// included), encoded once.
-func BenchmarkStatusFrame(b *testing.B) {
-	n := benchNode(b, 10_000)
-	b.ReportAllocs()
-	size := 0
-	for b.Loop() {
-		f, err := n.statusFrame()
-		if err != nil {
-			b.Fatal(err)
-		}
-		size = len(f)
-	}
-	b.ReportMetric(float64(size), "bytes/frame")
 }

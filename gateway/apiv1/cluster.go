@@ -1,20 +1,17 @@
-package gateway
+package apiv1
 
-import (
-	"edgeq/gateway/cluster"
-	"edgeq/gateway/groups"
-)
+import "time"
 
 // ClusterStatus is the cluster part of /v1/status.
 type ClusterStatus struct {
 	Name   string `json:"name"`
 	Listen string `json:"listen"` // this node's peer listener
 	// Peers are the connected peers (state up), sorted by node.
-	Peers []cluster.PeerStatus `json:"peers"`
+	Peers []PeerStatus `json:"peers"`
 	// Unreachable are the addresses to dial (static or discovered) without
 	// a connection: a peer that is down, or an address that never answered
 	// (no node).
-	Unreachable []cluster.AddrStatus `json:"unreachable"`
+	Unreachable []AddrStatus `json:"unreachable"`
 	// Leaders are keyed by group ("<filter> <queue>"); a group still being
 	// elected has none.
 	Leaders map[string]GroupLeader `json:"leaders"`
@@ -88,28 +85,28 @@ type DataPathEvents struct {
 	FencedRequests uint64 `json:"fenced_requests"`
 }
 
-// clusterStatusOf is the cluster part of /v1/status from a snapshot's.
-func clusterStatusOf(cs *cluster.Stats, d groups.Counters) *ClusterStatus {
-	el, m := cs.Election, cs.Manager
-	st := &ClusterStatus{Name: cs.Name, Listen: cs.Listen, Peers: cs.Peers, Unreachable: cs.Unreachable,
-		Leaders: make(map[string]GroupLeader, len(cs.Leaders)), Refused: m.Refused,
-		PeerEvents: PeerEvents{RefusedHandshakes: m.Refused, SendQueueOverflows: m.Overflows, Ups: m.Ups, Downs: m.Downs,
-			RefusedFrames: m.FramesRefused, BusyHandshakes: m.HandshakesBusy, FailedHandshakes: m.HandshakeFailures},
-		Election: ElectionEvents{Elections: el.Elections, Leaderships: el.Leaderships, TakeOvers: el.TakeOvers,
-			HandOverTimeouts: el.HandOverTimeouts, HandOvers: el.HandOvers, DrainTimeouts: el.DrainTimeouts,
-			Deposed: el.Deposed, StaleCoordinators: el.Stale, Fenced: el.Fenced},
-		DataPath: DataPathEvents{ForwardsIn: d.ForwardsIn, ForwardsRefused: d.ForwardsRefused, AcksRelayed: d.AcksRelayed,
-			RemoteCommits: d.RemoteCommits, RemoteCommitFailures: d.RemoteCommitFailures, FencedRequests: cs.FencedRequests},
-	}
-	// Lists are [] rather than null in the JSON.
-	if st.Peers == nil {
-		st.Peers = []cluster.PeerStatus{}
-	}
-	if st.Unreachable == nil {
-		st.Unreachable = []cluster.AddrStatus{}
-	}
-	for k, l := range cs.Leaders {
-		st.Leaders[k.String()] = GroupLeader{Leader: l.Node, Epoch: l.Epoch.String(), Self: l.Self}
-	}
-	return st
+// PeerStatus describes one connected peer.
+type PeerStatus struct {
+	Node        string    `json:"node"`
+	Addr        string    `json:"addr"`
+	Priority    int       `json:"priority"`
+	Partitions  int       `json:"partitions"`
+	LastSeen    time.Time `json:"last_seen"`
+	Since       time.Time `json:"since"`
+	Dialed      bool      `json:"dialed"`
+	QueuedBytes int       `json:"queued_bytes"`
+	FramesOut   uint64    `json:"frames_out"`
+	FramesIn    uint64    `json:"frames_in"`
+	BytesOut    uint64    `json:"bytes_out"`
+	BytesIn     uint64    `json:"bytes_in"`
+}
+
+// AddrStatus is an address to dial (static, or found by discovery) that has
+// no connection now.
+type AddrStatus struct {
+	Addr string `json:"addr"`
+	// Node is the node the address led to when it was last dialed; "" if
+	// it never answered the handshake.
+	Node   string `json:"node,omitempty"`
+	Static bool   `json:"static"`
 }
