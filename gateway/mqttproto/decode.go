@@ -88,15 +88,15 @@ func checkType(t Type, flags byte, st *streamState) error {
 	return nil
 }
 
-// decode decodes the body of a packet whose fixed header is h. It updates
-// st after a CONNECT.
-func decode(h header, body []byte, st *streamState) (Packet, error) {
+// decode decodes the body of a packet whose fixed header is h into p (a
+// zero Packet). It updates st after a CONNECT.
+func decode(p *Packet, h header, body []byte, st *streamState) error {
 	r := reader{b: body, t: h.t}
-	p := Packet{Type: h.t, Version: st.version}
+	p.Type, p.Version = h.t, st.version
 	v5 := st.version == Version5
 	switch h.t {
 	case CONNECT:
-		decodeConnect(&r, &p, st)
+		decodeConnect(&r, p, st)
 	case CONNACK:
 		f := r.u8("acknowledge flags")
 		if r.err == nil && f&0xfe != 0 {
@@ -211,12 +211,13 @@ func decode(h header, body []byte, st *streamState) (Packet, error) {
 	}
 	r.end()
 	if r.err != nil {
-		return Packet{}, r.err
+		*p = Packet{}
+		return r.err
 	}
 	if h.t == CONNECT {
 		st.connected = true
 	}
-	return p, nil
+	return nil
 }
 
 func readPacketID(r *reader) uint16 {

@@ -1,6 +1,9 @@
 package mqttproto
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // Append appends the encoding of p to dst, in p.Version (which must be
 // Version311 or Version5; for CONNECT it is the protocol level sent). It
@@ -265,9 +268,11 @@ func (w *writer) connect(p *Packet) {
 func (w *writer) props(p *Properties, t Type) {
 	start := len(w.b)
 	w.b = append(w.b, 0, 0, 0, 0) // room for the longest length
-	for id := PropID(1); id <= maxPropID; id++ {
-		if !p.Has(id) || id == PropUserProperty {
-			continue
+	for set := p.present &^ (1 << PropUserProperty); set != 0; set &= set - 1 {
+		id := PropID(bits.TrailingZeros64(set))
+		if id > maxPropID {
+			w.fail(ErrProtocol, fmt.Sprintf("property 0x%02x", byte(id)), "unknown property")
+			return
 		}
 		spec := &propSpecs[id]
 		if spec.kind == 0 || spec.allowed&(1<<t) == 0 {

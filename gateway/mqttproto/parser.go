@@ -21,6 +21,7 @@ import "fmt"
 //
 // Fields are sliced out of the fed buffer without copying. A packet cut
 // across reads, at any byte, is copied into scratch as it arrives; scratch
+// grows with the bytes received (not to the size a header announces) and
 // is bounded by Limits.MaxPacketSize.
 //
 // The first packet on a ServerSide parser must be CONNECT; its protocol
@@ -88,9 +89,9 @@ func (p *Parser) Next() (pkt Packet, ok bool, err error) {
 		return Packet{}, false, p.err
 	}
 	if p.pending >= 0 {
-		pkt, ok, err = p.continueSplit()
+		ok, err = p.continueSplit(&pkt)
 	} else {
-		pkt, ok, err = p.parseInput()
+		ok, err = p.parseInput(&pkt)
 	}
 	if err != nil {
 		p.err = err
@@ -119,22 +120,21 @@ func (p *Parser) Pending() int {
 }
 
 // parseInput parses the next packet straight from the fed buffer.
-func (p *Parser) parseInput() (Packet, bool, error) {
+func (p *Parser) parseInput(pkt *Packet) (bool, error) {
 	rest := p.in[p.pos:]
 	if len(rest) == 0 {
-		return Packet{}, false, nil
+		return false, nil
 	}
 	h, complete, err := parseHeader(rest, &p.st, &p.lim)
 	if err != nil {
-		return Packet{}, false, err
+		return false, err
 	}
 	if complete && len(rest) >= h.total {
-		pkt, err := decode(h, rest[h.hlen:h.total:h.total], &p.st)
-		if err != nil {
-			return Packet{}, false, err
+		if err := decode(pkt, h, rest[h.hlen:h.total:h.total], &p.st); err != nil {
+			return false, err
 		}
 		p.pos += h.total
-		return pkt, true, nil
+		return true, nil
 	}
 	need := 0
 	if complete {
@@ -142,78 +142,83 @@ func (p *Parser) parseInput() (Packet, bool, error) {
 	}
 	p.savePartial(rest, need)
 	p.pos = len(p.in)
-	return Packet{}, false, nil
+	return false, nil
 }
 
 // maxHeader is the longest fixed header: a type byte and 4 length bytes.
 const maxHeader = 5
 
 // savePartial copies the incomplete packet at the end of the fed buffer
-// into the scratch buffer no packet of this Feed points into.
+// into the scratch buffer no packet of this Feed points into. need is the
+// packet's full length when its header is complete, else 0.
 func (p *Parser) savePartial(partial []byte, need int) {
 	idx := 0
 	if p.lent == 0 {
 		idx = 1
 	}
-	s := p.scratch[idx]
-	if c := max(need, maxHeader); cap(s) < c {
-		// Grown to the announced size at once: bounded by MaxPacketSize.
-		s = make([]byte, 0, c)
-	}
-	p.scratch[idx] = append(s[:0], partial...)
+	s := grow(p.scratch[idx][:0], len(partial), max(need, maxHeader))
+	p.scratch[idx] = append(s, partial...)
 	p.pending, p.need = idx, need
+}
+
+// grow returns b with room for n more bytes, at most limit in all. It
+// doubles rather than allocating the announced packet size at once, so a
+// 5-byte header announcing a large packet costs memory only as the bytes
+// arrive.
+func grow(b []byte, n, limit int) []byte {
+	if len(b)+n <= cap(b) {
+		return b
+	}
+	c := min(limit, max(2*cap(b), len(b)+n, 256))
+	g := make([]byte, len(b), c)
+	copy(g, b)
+	return g
 }
 
 // continueSplit appends bytes from the fed buffer to the pending packet
 // until it is complete or the buffer is used up, taking only the bytes the
 // packet needs.
-func (p *Parser) continueSplit() (Packet, bool, error) {
+func (p *Parser) continueSplit(pkt *Packet) (bool, error) {
 	for {
 		frame := p.scratch[p.pending]
 		avail := p.in[p.pos:]
 		if p.need == 0 {
 			// Header incomplete: take one byte at a time up to its end.
 			take := min(len(avail), maxHeader-len(frame))
-			frame = append(frame, avail[:take]...)
+			frame = append(grow(frame, take, maxHeader), avail[:take]...)
 			h, complete, err := parseHeader(frame, &p.st, &p.lim)
 			if err != nil {
-				return Packet{}, false, err
+				return false, err
 			}
 			if !complete {
 				p.pos += take
 				p.scratch[p.pending] = frame
-				return Packet{}, false, nil
+				return false, nil
 			}
 			// Keep only the header bytes; the body is taken below.
 			used := h.hlen - (len(frame) - take)
 			p.pos += used
 			frame = frame[:h.hlen]
 			p.need = h.total
-			if cap(frame) < h.total {
-				grown := make([]byte, len(frame), h.total)
-				copy(grown, frame)
-				frame = grown
-			}
 			p.scratch[p.pending] = frame
 			continue
 		}
 		take := min(len(avail), p.need-len(frame))
-		frame = append(frame, avail[:take]...)
+		frame = append(grow(frame, take, p.need), avail[:take]...)
 		p.pos += take
 		p.scratch[p.pending] = frame
 		if len(frame) < p.need {
-			return Packet{}, false, nil
+			return false, nil
 		}
 		h, _, err := parseHeader(frame, &p.st, &p.lim)
 		if err != nil {
-			return Packet{}, false, err
+			return false, err
 		}
-		pkt, err := decode(h, frame[h.hlen:h.total:h.total], &p.st)
-		if err != nil {
-			return Packet{}, false, err
+		if err := decode(pkt, h, frame[h.hlen:h.total:h.total], &p.st); err != nil {
+			return false, err
 		}
 		p.lent, p.pending, p.need = p.pending, -1, 0
-		return pkt, true, nil
+		return true, nil
 	}
 }
 

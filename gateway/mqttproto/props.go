@@ -3,6 +3,7 @@ package mqttproto
 import (
 	"fmt"
 	"iter"
+	"strings"
 )
 
 // PropID is an MQTT 5.0 property identifier.
@@ -254,20 +255,19 @@ func (r *reader) readProps(p *Properties, t Type, multiSubID bool) {
 	pr := reader{b: block, t: r.t}
 	for pr.left() > 0 && pr.err == nil {
 		start := pr.i
-		idv := pr.varint("property identifier")
+		idv := pr.varint("identifier")
 		if pr.err != nil {
 			break
 		}
 		if idv > maxPropID || propSpecs[idv].kind == 0 || pr.i-start != 1 {
-			pr.fail(ErrMalformed, fmt.Sprintf("property 0x%02x", idv), "unknown property")
+			pr.fail(ErrMalformed, fmt.Sprintf("0x%02x", idv), "unknown property")
 			break
 		}
 		id := PropID(idv)
 		spec := &propSpecs[id]
-		field := "property " + spec.name
-		if t == willProps {
-			field = "will property " + spec.name
-		}
+		// field is the bare name: no string is built unless a check fails
+		// (the prefix is added below).
+		field := spec.name
 		if spec.allowed&(1<<t) == 0 {
 			pr.fail(ErrProtocol, field, "not allowed in this packet")
 			break
@@ -316,11 +316,17 @@ func (r *reader) readProps(p *Properties, t Type, multiSubID bool) {
 		case kBinary:
 			p.setBytes(id, pr.bin(field))
 		case kPair:
-			pr.str(field + " name")
-			pr.str(field + " value")
+			pr.str("user property name")
+			pr.str("user property value")
 		}
 	}
 	if pr.err != nil && r.err == nil {
+		if !strings.HasPrefix(pr.err.Field, "user property") {
+			pr.err.Field = "property " + pr.err.Field
+		}
+		if t == willProps {
+			pr.err.Field = "will " + pr.err.Field
+		}
 		r.err = pr.err
 	}
 }

@@ -182,3 +182,30 @@ func TestFeedBeforeDrainedIsRefused(t *testing.T) {
 		t.Fatalf("after Reset: %s %v", pkt.Type, err)
 	}
 }
+
+// TestAnnouncedSizeIsNotAllocatedUpFront: a header announcing a large
+// packet costs memory only as its bytes arrive (found by FuzzParser, which
+// ran out of memory when every input announcing 256 MB allocated it).
+func TestAnnouncedSizeIsNotAllocatedUpFront(t *testing.T) {
+	p, _ := NewParser(DefaultLimits(), ServerSide)
+	s := append(connectFor(t, Version311), 0x30, 0xfa, 0xff, 0x3f, 't') // PUBLISH of 1,048,570 bytes
+	if err := p.Feed(s); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, ok, err := p.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+	}
+	held := 0
+	for _, sc := range p.scratch {
+		held += cap(sc)
+	}
+	if held > 4096 || p.Pending() != 5 {
+		t.Fatalf("scratch holds %d bytes for a 5-byte partial packet (pending %d)", held, p.Pending())
+	}
+}
