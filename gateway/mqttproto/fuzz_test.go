@@ -12,7 +12,9 @@ var fuzzLimits = Limits{MaxPacketSize: 512, ScratchRetain: 96}
 var fuzzStreams = []stream{fromClients, fromServer5, fromServer3}
 
 // chunksFrom cuts data into reads whose lengths are taken from cuts in turn
-// (a zero is an empty read); no cuts means one byte per read.
+// (a zero is an empty read, at most len(data)+1 of them, so long runs of
+// zeros cannot make one input run for minutes); no cuts means one byte per
+// read.
 func chunksFrom(data, cuts []byte) [][]byte {
 	allZero := true
 	for _, c := range cuts {
@@ -22,8 +24,14 @@ func chunksFrom(data, cuts []byte) [][]byte {
 		return append(byteByByte(data), nil)
 	}
 	var chunks [][]byte
+	empty, maxEmpty := 0, len(data)+1
 	for i := 0; len(data) > 0; i++ {
 		n := min(int(cuts[i%len(cuts)]), len(data))
+		if n == 0 {
+			if empty++; empty > maxEmpty {
+				continue
+			}
+		}
 		chunks = append(chunks, data[:n])
 		data = data[n:]
 	}

@@ -134,8 +134,8 @@ func parseChunks(t testing.TB, lim Limits, s stream, chunks [][]byte) parseResul
 	var res parseResult
 	var held []Packet
 	for _, chunk := range chunks {
-		for i := range readBuf[:cap(readBuf)] {
-			readBuf[:cap(readBuf)][i] = 0xEE
+		for i := range readBuf { // the previous chunk
+			readBuf[i] = 0xEE
 		}
 		readBuf = append(readBuf[:0], chunk...)
 		if err := p.Feed(readBuf); err != nil {
