@@ -11,6 +11,8 @@
 //   - Outbound: the server's QoS 1 and 2 deliveries in flight, bounded by
 //     the client's receive maximum, with packet ID allocation and what to
 //     resend (DUP) when a session resumes.
+//   - InboundAliases: the 5.0 topic aliases a client sets on a connection,
+//     bounded by the Topic Alias Maximum the server advertised.
 //   - Will: when a will message is due (abnormal close only; after the
 //     will delay in 5.0, unless the session resumes first).
 //
