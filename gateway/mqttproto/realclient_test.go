@@ -3,11 +3,13 @@ package mqttproto
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -38,6 +40,7 @@ func requireTool(t *testing.T, name string) string {
 type miniBroker struct {
 	ln          net.Listener
 	transcripts chan []string
+	raw         chan []byte // every byte each connection sent
 	// deliverOn is the packet type after whose answer the broker sends
 	// its one message (SUBSCRIBE, or UNSUBSCRIBE when the client sends
 	// both: a message sent before the last answer makes the client exit
@@ -52,7 +55,7 @@ func startMiniBroker(t *testing.T) *miniBroker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &miniBroker{ln: ln, transcripts: make(chan []string, 16)}
+	b := &miniBroker{ln: ln, transcripts: make(chan []string, 16), raw: make(chan []byte, 16)}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -73,7 +76,8 @@ func (b *miniBroker) port() string {
 func (b *miniBroker) serve(c net.Conn) {
 	defer c.Close()
 	var lines []string
-	defer func() { b.transcripts <- lines }()
+	var raw []byte
+	defer func() { b.raw <- raw; b.transcripts <- lines }()
 	_ = c.SetDeadline(time.Now().Add(time.Minute)) // bounds a hang only
 	p, _ := NewParser(DefaultLimits(), ServerSide)
 	buf := make([]byte, 4096)
@@ -90,6 +94,7 @@ func (b *miniBroker) serve(c net.Conn) {
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
+			raw = append(raw, buf[:n]...)
 			if err := p.Feed(buf[:n]); err != nil {
 				lines = append(lines, "feed error: "+err.Error())
 				return
@@ -163,6 +168,23 @@ func (b *miniBroker) answer(pkt Packet, send func(Packet)) {
 			msg.Props = pr("user", [2]string{"Edgeq-Seq", "1"}, PropContentType, "text/plain")
 		}
 		send(msg)
+	}
+}
+
+var recordSeeds = flag.Bool("record-seeds", false, "write what the real clients sent as FuzzParser seeds in testdata/fuzz")
+
+// writeSeed writes a client's bytes as a FuzzParser seed (read in one
+// piece, parsed as a server).
+func writeSeed(t *testing.T, name string, raw []byte) {
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(name))
+	body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n[]byte(\"\\x00\")\nbyte('\\x00')\n", raw)
+	if err := os.WriteFile(filepath.Join("testdata", "fuzz", "FuzzParser", name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -289,10 +311,15 @@ func TestRealClientBytes(t *testing.T) {
 				t.Errorf("stdout %q, want %q", stdout.String(), tc.stdout)
 			}
 			var got []string
+			var raw []byte
 			select {
-			case got = <-b.transcripts:
+			case raw = <-b.raw:
+				got = <-b.transcripts
 			case <-ctx.Done():
 				t.Fatal("no transcript")
+			}
+			if *recordSeeds {
+				writeSeed(t, "mosquitto-"+tc.name, raw)
 			}
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("transcript:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
