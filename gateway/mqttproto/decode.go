@@ -128,13 +128,14 @@ func decode(p *Packet, h header, body []byte, st *streamState) error {
 		}
 		p.Payload = r.rest()
 		if r.err == nil {
+			// UTF-8 is checked already; what CheckTopicName adds is this.
 			switch {
 			case len(p.Topic) == 0 && v5 && !p.Props.Has(PropTopicAlias):
 				r.fail(ErrProtocol, "topic name", "empty without a topic alias")
-			case len(p.Topic) > 0 || !v5:
-				if err := CheckTopicName(p.Topic); err != nil {
-					r.fail(ErrTopicName, "topic name", err.(*Error).Detail)
-				}
+			case len(p.Topic) == 0 && !v5:
+				r.fail(ErrTopicName, "topic name", "empty")
+			case bytes.IndexByte(p.Topic, '+') >= 0 || bytes.IndexByte(p.Topic, '#') >= 0:
+				r.fail(ErrTopicName, "topic name", "contains a wildcard")
 			}
 		}
 	case PUBACK, PUBREC, PUBREL, PUBCOMP:
