@@ -41,6 +41,7 @@ type miniBroker struct {
 	ln          net.Listener
 	transcripts chan []string
 	raw         chan []byte // every byte each connection sent
+	live        chan string // each packet as it is decoded (dropped when full)
 	// deliverOn is the packet type after whose answer the broker sends
 	// its one message (SUBSCRIBE, or UNSUBSCRIBE when the client sends
 	// both: a message sent before the last answer makes the client exit
@@ -55,7 +56,7 @@ func startMiniBroker(t *testing.T) *miniBroker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &miniBroker{ln: ln, transcripts: make(chan []string, 16), raw: make(chan []byte, 16)}
+	b := &miniBroker{ln: ln, transcripts: make(chan []string, 16), raw: make(chan []byte, 16), live: make(chan string, 64)}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -113,6 +114,10 @@ func (b *miniBroker) serve(c net.Conn) {
 					break
 				}
 				lines = append(lines, pktText(pkt))
+				select {
+				case b.live <- lines[len(lines)-1]:
+				default:
+				}
 				b.answer(pkt, send)
 			}
 		}
