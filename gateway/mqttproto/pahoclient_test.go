@@ -16,8 +16,8 @@ func TestPahoClientBytes(t *testing.T) {
 	b := startMiniBroker(t)
 	b.deliverOn.Store(int32(SUBSCRIBE))
 	got := make(chan string, 1)
-	opts := paho.NewClientOptions().AddBroker("tcp://127.0.0.1:" + b.port()).
-		SetClientID("paho-gw").SetCleanSession(false).SetKeepAlive(300 * time.Second).
+	opts := paho.NewClientOptions().AddBroker("tcp://127.0.0.1:"+b.port()).
+		SetClientID("paho-gw").SetCleanSession(false).SetKeepAlive(300*time.Second).
 		SetUsername("dev").SetPassword("pw").
 		SetBinaryWill("telemetry/paho-gw/status", []byte("offline"), 1, true).
 		SetAutoReconnect(false).SetConnectRetry(false).
