@@ -241,7 +241,7 @@ hot:
 	b.waitJS("the mqtt bridge up", 20*time.Second, `document.querySelector('tr[data-bridge="mqtt/plant"]')?.dataset.state === 'up'`)
 	b.waitJS("an isolated device", 40*time.Second, `[...document.querySelectorAll('#devices td')].some(td => td.textContent === 'isolated')`)
 	// Let the plots fill, then keep a picture of the main view
-	// ($EDGEQ_E2E_CONSOLE_FILL: longer, for the README's picture).
+	// ($EDGEQ_E2E_CONSOLE_FILL: longer, for docs/console.png).
 	fill := 8 * time.Second
 	if d, err := time.ParseDuration(os.Getenv("EDGEQ_E2E_CONSOLE_FILL")); err == nil {
 		fill = d
