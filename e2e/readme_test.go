@@ -9,7 +9,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 	"unicode"
 )
 
@@ -300,4 +303,225 @@ func TestConfigReference(t *testing.T) {
 			t.Fatalf("docs/configuration.md's key reference differs from `edgeq run --print-config` at line %d:\n  docs:   %q\n  binary: %q\npaste the binary's output (bin/edgeq run --print-config, without EDGEQ_* variables) into the block", i+1, w, g)
 		}
 	}
+}
+
+// tourShell runs README lines with bash in dir, each in its own process
+// group (a line may leave jobs behind with &), against node n: the nats
+// CLI through NATS_URL, bin/edgeq through $EDGEQ_SERVER and $EDGEQ_HTTP,
+// and the README's HTTP address replaced by the node's.
+type tourShell struct {
+	t    *testing.T
+	n    *node
+	dir  string
+	env  []string
+	pgid []int
+}
+
+func newTourShell(t *testing.T, n *node) *tourShell {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(edgeqBin, filepath.Join(dir, "bin", "edgeq")); err != nil {
+		t.Fatal(err)
+	}
+	s := &tourShell{t: t, n: n, dir: dir}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "EDGEQ_") && !strings.HasPrefix(kv, "NATS_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
+			s.env = append(s.env, kv)
+		}
+	}
+	s.env = append(s.env, "NATS_URL="+n.url(), "EDGEQ_SERVER="+n.url(), "EDGEQ_HTTP="+n.httpURL(),
+		"XDG_CONFIG_HOME="+t.TempDir()) // no nats CLI context of this machine's user
+	t.Cleanup(s.killAll)
+	return s
+}
+
+func (s *tourShell) cmd(line string, out *syncBuffer) *exec.Cmd {
+	line = strings.ReplaceAll(line, "http://127.0.0.1:8222", s.n.httpURL())
+	c := exec.Command("bash", "-c", line)
+	c.Dir, c.Env = s.dir, s.env
+	c.Stdout, c.Stderr = out, out
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return c
+}
+
+// start starts a line that runs until it is killed.
+func (s *tourShell) start(line string) (*exec.Cmd, *syncBuffer) {
+	out := &syncBuffer{}
+	c := s.cmd(line, out)
+	if err := c.Start(); err != nil {
+		s.t.Fatalf("%s: %v", line, err)
+	}
+	s.pgid = append(s.pgid, c.Process.Pid)
+	go c.Wait()
+	return c, out
+}
+
+// run runs a line to its end (within a minute) and returns its output;
+// jobs it left behind run on until killAll.
+func (s *tourShell) run(line string) string {
+	s.t.Helper()
+	out := &syncBuffer{}
+	c := s.cmd(line, out)
+	if err := c.Start(); err != nil {
+		s.t.Fatalf("%s: %v", line, err)
+	}
+	s.pgid = append(s.pgid, c.Process.Pid)
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			s.t.Fatalf("README line %q: %v\n%s", line, err, out.String())
+		}
+	case <-time.After(time.Minute):
+		s.t.Fatalf("README line %q still runs after a minute:\n%s", line, out.String())
+	}
+	return out.String()
+}
+
+func (s *tourShell) kill(c *exec.Cmd) { syscall.Kill(-c.Process.Pid, syscall.SIGINT) }
+
+func (s *tourShell) killAll() {
+	for _, p := range s.pgid {
+		syscall.Kill(-p, syscall.SIGKILL)
+	}
+}
+
+// syncBuffer is an output buffer safe to read while a process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// tourGroup reads the tour's queue group from /v1/status: members and lag.
+func tourGroup(t *testing.T, n *node) (members int, lag uint64, ok bool) {
+	gs, _ := statusJSON(t, n, "")["groups"].([]any)
+	for _, g := range gs {
+		g := g.(map[string]any)
+		if g["queue"] == "uploader" {
+			return int(g["members"].(float64)), uint64(g["lag"].(float64)), true
+		}
+	}
+	return 0, 0, false
+}
+
+// TestReadmeTour runs the README's five-minute tour, its commands as they
+// are written, against a node (on test ports instead of make run's): two
+// workers join the queue group, the publishes are acknowledged and
+// delivered, the watch commands show the group, and after the workers stop
+// and one comes back the lag drains to 0.
+func TestReadmeTour(t *testing.T) {
+	requireTool(t, "nats")
+	requireTool(t, "curl")
+	body, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tour, ok := strings.Cut(string(body), "\n## A five-minute tour\n")
+	if !ok {
+		t.Fatal("README.md has no section \"A five-minute tour\"")
+	}
+	tour, _, _ = strings.Cut(tour, "\n## ")
+	var blocks [][]string
+	for _, b := range shBlocks(tour) {
+		var cmds []string
+		for _, l := range b {
+			if c := command(l); c != "" {
+				cmds = append(cmds, c)
+			}
+		}
+		blocks = append(blocks, cmds)
+	}
+	if len(blocks) != 4 || !slices.Equal(blocks[0], []string{"make run"}) || len(blocks[1]) != 2 {
+		t.Fatalf("the tour's blocks changed (want make run; two workers; publishes; watch commands): %q", blocks)
+	}
+	workers, publishes, watch := blocks[1], blocks[2], blocks[3]
+
+	n := newNode(t, "")
+	n.start()
+	sh := newTourShell(t, n)
+	var ws []*exec.Cmd
+	var outs []*syncBuffer
+	for _, w := range workers {
+		c, out := sh.start(w)
+		ws, outs = append(ws, c), append(outs, out)
+	}
+	waitFor(t, "the two workers in the group", 30*time.Second, func() bool {
+		m, _, ok := tourGroup(t, n)
+		return ok && m == 2
+	})
+	var meters *exec.Cmd
+	for _, p := range publishes {
+		if strings.HasSuffix(p, "done") { // the five devices' loop leaves jobs behind
+			meters, _ = sh.start(p)
+			continue
+		}
+		out := sh.run(p)
+		if !strings.Contains(out, `"seq":1`) && !strings.Contains(out, `"seq": 1`) {
+			t.Fatalf("README line %q: no acknowledgement with seq 1:\n%s", p, out)
+		}
+	}
+	if meters == nil {
+		t.Fatal("the tour's publishes have no loop of five devices")
+	}
+	delivered := func(subjects ...string) bool {
+		all := outs[0].String() + outs[1].String()
+		for _, s := range subjects {
+			if !strings.Contains(all, s) {
+				return false
+			}
+		}
+		return true
+	}
+	waitFor(t, "every device's messages at the workers", 60*time.Second, func() bool {
+		return delivered("telemetry.sensor-1", "telemetry.sensor-2", "telemetry.sensor-3",
+			"telemetry.meter-1", "telemetry.meter-2", "telemetry.meter-3", "telemetry.meter-4", "telemetry.meter-5")
+	})
+
+	for _, w := range watch {
+		if strings.Contains(w, "--watch") {
+			c, out := sh.start(w)
+			waitFor(t, "edgeq status --watch shows the group", 30*time.Second, func() bool {
+				return strings.Contains(out.String(), "uploader") && strings.Contains(out.String(), "LAG")
+			})
+			sh.kill(c)
+			continue
+		}
+		out := sh.run(w)
+		if !strings.Contains(out, "uploader") {
+			t.Fatalf("README line %q does not show the group uploader:\n%s", w, out)
+		}
+	}
+
+	// Both workers stop: the group stays, without members, and its lag
+	// grows while the meters publish.
+	for _, c := range ws {
+		sh.kill(c)
+	}
+	waitFor(t, "the group without members, its lag growing", 60*time.Second, func() bool {
+		m, lag, ok := tourGroup(t, n)
+		return ok && m == 0 && lag >= 5
+	})
+	// A worker comes back: the backlog drains (the meters stopped first,
+	// so that the lag can settle at 0).
+	sh.kill(meters)
+	sh.start(workers[1])
+	waitFor(t, "the lag back at 0", 60*time.Second, func() bool {
+		m, lag, ok := tourGroup(t, n)
+		return ok && m == 1 && lag == 0
+	})
 }
