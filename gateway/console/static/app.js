@@ -202,7 +202,7 @@
     let waiting = 0, waitingOf = '';
     for (const g of lead) if (g.active_devices > waiting) { waiting = g.active_devices; waitingOf = g.queue; }
     const log = st.log || {};
-    const sub = [hs.enabled ? 'published within the last 1–2 × hot.window' : 'not counted: hot isolation is off'];
+    const sub = [hs.enabled ? 'published to this node within 1–2 × hot.window' : 'not counted: hot isolation is off'];
     if (waitingOf) sub.push(num(waiting) + ' with unfinished messages in ' + waitingOf);
     sub.push(num(log.devices) + ' known of ' + num(log.max_devices));
     setFigure('fig-active', hs.enabled ? num(hs.tracked) : '–', sub.join(' · '),
