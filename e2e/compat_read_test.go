@@ -386,7 +386,7 @@ func cliBenchOrdered(t *testing.T, e *compatEnv) compatOutcome {
 	if err != nil || !strings.Contains(out, "ordered ephemeral consumer stats") {
 		return broken("%v: %s", err, lastLine(out))
 	}
-	return compatOutcome{status: "works", note: "over every device the order is the stream sequence's (offset-major), not append order across partitions (README: ordered consumers)"}
+	return compatOutcome{status: "works", note: "over every device the order is the stream sequence's (offset-major), not append order across partitions (docs/jetstream.md: ordered consumers)"}
 }
 
 func nodeOrdered(t *testing.T, e *compatEnv) compatOutcome {

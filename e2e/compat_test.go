@@ -21,7 +21,7 @@ import (
 // one real node, one row per everyday operation. Each row says what it
 // expects (works, differs, refused) and fails when the outcome changes. The
 // table goes to the test log and, with EDGEQ_E2E_COMPAT_TABLE=<file>, to a
-// Markdown file (the README's "Client compatibility" table comes from it).
+// Markdown file (docs/compatibility.md comes from it).
 
 // compatOutcome is what happened to one operation.
 type compatOutcome struct {
@@ -473,5 +473,5 @@ func pubAckSequence(t *testing.T, e *compatEnv) compatOutcome {
 	if last.Sequence != 2 {
 		return broken("PubAck.Sequence %d of the device's second message", last.Sequence)
 	}
-	return compatOutcome{status: "differs", note: "`PubAck.Sequence` is the device's sequence (2 for its second message); the stream sequence is offset × 2048 + partition (README: JetStream)"}
+	return compatOutcome{status: "differs", note: "`PubAck.Sequence` is the device's sequence (2 for its second message); the stream sequence is offset × 2048 + partition (docs/jetstream.md)"}
 }

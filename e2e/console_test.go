@@ -241,7 +241,7 @@ hot:
 	b.waitJS("the mqtt bridge up", 20*time.Second, `document.querySelector('tr[data-bridge="mqtt/plant"]')?.dataset.state === 'up'`)
 	b.waitJS("an isolated device", 40*time.Second, `[...document.querySelectorAll('#devices td')].some(td => td.textContent === 'isolated')`)
 	// Let the plots fill, then keep a picture of the main view
-	// ($EDGEQ_E2E_CONSOLE_FILL: longer, for the README's picture).
+	// ($EDGEQ_E2E_CONSOLE_FILL: longer, for docs/console.png).
 	fill := 8 * time.Second
 	if d, err := time.ParseDuration(os.Getenv("EDGEQ_E2E_CONSOLE_FILL")); err == nil {
 		fill = d
@@ -316,6 +316,67 @@ hot:
 	}
 	b.screenshot("console-phone.png")
 
+	if p := b.problems(); len(p) > 0 {
+		t.Fatalf("console errors: %v", p)
+	}
+}
+
+// TestConsoleDevicesSending: five devices publish at a trickle to a node
+// whose worker keeps up. The console's first figure counts the five, and
+// falls to 0 once they stop. (It used to show the largest group's
+// active_devices, the devices with unfinished messages in a group, which is
+// 0 whenever the workers keep up: "Active devices 0" while five devices
+// published.)
+func TestConsoleDevicesSending(t *testing.T) {
+	n := newNode(t, "hot:\n  window: 1s\n")
+	n.start()
+	tr := newTracker(t)
+	startWorker(t, n.url(), "worker-1", tr, func() {})
+	nc, err := nats.Connect(n.url(), nats.Name("five-devices"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, stopLoad := context.WithCancel(context.Background())
+	defer stopLoad()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				nc.Flush()
+				return
+			case <-tick.C:
+			}
+			for d := 1; d <= 5; d++ {
+				nc.Publish(fmt.Sprintf("telemetry.meter-%d", d), fmt.Appendf(nil, `{"kwh":%d}`, i))
+			}
+		}
+	}()
+
+	b := newBrowser(t, 1280, 1000)
+	b.do(chromedp.Navigate(n.httpURL() + "/"))
+	b.waitJS("the stream", 20*time.Second, `document.getElementById('live-text').textContent === 'live'`)
+	const figure = `document.querySelector('#fig-active .value').textContent`
+	b.waitJS("five devices sending", 30*time.Second, figure+` === '5'`)
+	if label := evalIn[string](b, `document.querySelector('#fig-active .label').textContent`); label != "Devices sending" {
+		t.Fatalf("the first figure is labelled %q", label)
+	}
+	st := statusJSON(t, n, "")
+	for _, g := range st["groups"].([]any) {
+		g := g.(map[string]any)
+		t.Logf("group %v: active_devices (devices with unfinished messages) %v while five devices send", g["queue"], g["active_devices"])
+	}
+	b.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+	b.screenshot("console-devices-sending.png")
+
+	stopLoad()
+	wg.Wait()
+	b.waitJS("no device sending once they stop", 30*time.Second, figure+` === '0'`)
 	if p := b.problems(); len(p) > 0 {
 		t.Fatalf("console errors: %v", p)
 	}

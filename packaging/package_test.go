@@ -46,6 +46,9 @@ func TestDebContents(t *testing.T) {
 		"./etc/edgeq/edgeq.yaml":             "-rw-r-----", // postinst makes it root:edgeq
 		"./lib/systemd/system/edgeq.service": "-rw-r--r--",
 		"./usr/share/doc/edgeq/README.md":    "-rw-r--r--",
+		// The README's links: docs/ by topic.
+		"./usr/share/doc/edgeq/docs/glossary.md":   "-rw-r--r--",
+		"./usr/share/doc/edgeq/docs/durability.md": "-rw-r--r--",
 	}
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	for sc.Scan() {
@@ -95,6 +98,8 @@ func TestDebContents(t *testing.T) {
 	}
 	if out, err := exec.Command("tar", "-tzf", tarball).Output(); err != nil || !strings.Contains(string(out), "edgeq-v1.2.3-linux-amd64/edgeq") {
 		t.Fatalf("tarball: %v %s", err, out)
+	} else if !strings.Contains(string(out), "edgeq-v1.2.3-linux-amd64/docs/glossary.md") {
+		t.Errorf("the tarball lacks docs/ (the README links to it):\n%s", out)
 	}
 }
 

@@ -25,6 +25,10 @@ install -D -m 0755 "$bin" "$root/usr/bin/edgeq"
 install -D -m 0640 packaging/edgeq.yaml "$root/etc/edgeq/edgeq.yaml"
 install -D -m 0644 packaging/systemd/edgeq.service "$root/lib/systemd/system/edgeq.service"
 install -D -m 0644 README.md "$root/usr/share/doc/edgeq/README.md"
+# The README links to docs/ (the pictures stay out: they would weigh more
+# than the text).
+install -d -m 0755 "$root/usr/share/doc/edgeq/docs"
+install -m 0644 docs/*.md "$root/usr/share/doc/edgeq/docs/"
 install -d -m 0755 "$root/DEBIAN"
 for s in postinst prerm postrm; do install -m 0755 "packaging/debian/$s" "$root/DEBIAN/$s"; done
 echo /etc/edgeq/edgeq.yaml > "$root/DEBIAN/conffiles"
@@ -51,6 +55,8 @@ name=edgeq-${version}-linux-${arch}
 tdir=$work/$name
 install -D -m 0755 "$bin" "$tdir/edgeq"
 install -m 0644 packaging/edgeq.yaml packaging/systemd/edgeq.service README.md "$tdir/"
+install -d -m 0755 "$tdir/docs"
+install -m 0644 docs/*.md "$tdir/docs/"
 tar -C "$work" --owner=0 --group=0 -czf "$out/$name.tar.gz" "$name"
 echo "$deb"
 echo "$out/$name.tar.gz"

@@ -19,7 +19,7 @@ func commands() []command {
 		{"run", "run [--config FILE] [--data DIR] [--nats ADDR] [--http ADDR] [--node-id ID] [--log-level L] [--print-config | --check]\n                             run a node (embedded defaults: ./edgeq-data, NATS 127.0.0.1:4222, HTTP 127.0.0.1:8222)", runRun},
 		{"pub", "pub DEVICE [DATA]          publish one message durably (DATA or stdin) and print where it was stored", runPub},
 		{"sub", "sub [--queue Q] [SUBJECT]  print deliveries with their headers and ack them", runSub},
-		{"status", "status [--json] [--watch [--interval 2s]]\n                             show the node's status (--watch refreshes in place)", runStatus},
+		{"status", "status [--json] [--watch [--interval 2s]]\n                             show the node's status (--watch refreshes in place; its terms: docs/glossary.md)", runStatus},
 		{"groups", "groups ls [--json] | groups rm [--subject FILTER] NAME\n                             list the queue groups (NATS, JetStream, NSQ, uplinks), or delete one without members", runGroups},
 		{"bench", "bench [--mode durable|core|jetstream] [--backlog] [--window N] [--msgs N] [--devices D] [--size B] [--publishers P] [--workers W]\n                             load generator: publish→delivery rate and latency", runBench},
 		{"serial", "serial list                list serial ports with USB IDs (read from sysfs, nothing opened)", runSerial},

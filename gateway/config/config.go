@@ -210,7 +210,7 @@ func (t TLS) Enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
 // User is one user/password pair for NATS clients, with optional
 // permissions in nats-server's shape (no permissions: everything).
 // JetStream is the JetStream API on the NATS listener: the node's log as
-// one stream, queue groups as consumers (README: JetStream).
+// one stream, queue groups as consumers (docs/jetstream.md).
 type JetStream struct {
 	// Enabled answers $JS.API and announces jetstream in INFO (default true).
 	Enabled bool `yaml:"enabled"`
@@ -227,7 +227,7 @@ type JetStream struct {
 	// that only ack JetStream messages (natscli `sub --ack`) and
 	// msg.Metadata() work with them (default true: an ack is taken only
 	// from the member's own connection whatever its form, so the form is a
-	// matter of which clients understand it; README, JetStream clients).
+	// matter of which clients understand it; docs/jetstream.md).
 	QueueAckSubjects bool `yaml:"queue_ack_subjects"`
 	// InfoVersion, when set, is the whole version announced in NATS INFO
 	// instead of 2.10.0+edgeq.<edgeq's version> (natsserver.InfoVersion),

@@ -318,7 +318,7 @@ func (s *Service) handle(api string, body []byte, owner uint64) ([]byte, *APIErr
 	case len(tok) >= 2 && tok[0] == "STREAM" && (tok[1] == "CREATE" || tok[1] == "UPDATE" || tok[1] == "DELETE" || tok[1] == "PURGE"):
 		return nil, Err(400, CodeNotSupported, "edgeq: the stream is the node's log, set by its configuration (jetstream.stream); %s is not supported", strings.ToLower(tok[1]))
 	}
-	return nil, Err(400, CodeNotSupported, "edgeq: JetStream API %q is not supported (see README: JetStream)", api)
+	return nil, Err(400, CodeNotSupported, "edgeq: JetStream API %q is not supported (see docs/jetstream.md)", api)
 }
 
 // checkCreateFilter checks the filter of $JS.API.CONSUMER.CREATE.<stream>.

@@ -306,7 +306,7 @@ func TestJetStreamStartPolicies(t *testing.T) {
 	publish := func(from, to int) {
 		for i := from; i < to; i++ {
 			// A pub-ack's stream sequence is its stream_seq (its seq is the
-			// device's, README: JetStream).
+			// device's, docs/jetstream.md).
 			ack, err := nc.Request(fmt.Sprintf("telemetry.s%d", i%6), []byte(fmt.Sprint(i)), 10*time.Second)
 			if err != nil {
 				t.Fatal(err)

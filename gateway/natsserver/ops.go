@@ -449,7 +449,7 @@ func (c *conn) ingest(op *natsproto.Op) {
 // appendPubAck writes {"node":..,"partition":..,"offset":..,"seq":..}, with
 // JetStream enabled preceded by "stream", "stream_seq" and "duplicate" (so
 // that JetStream clients parse it; their PubAck.Sequence is then edgeq's
-// "seq", the per-device sequence: README, JetStream). The node ID has the
+// "seq", the per-device sequence: docs/jetstream.md). The node ID has the
 // device-ID alphabet and stream names are checked, so neither needs JSON
 // escaping.
 func appendPubAck(dst []byte, node string, pos wal.Position, stream string, dup bool) []byte {

@@ -192,11 +192,20 @@
 
   function figures(st, groups) {
     const lead = groups.filter((g) => g.leading);
-    // Each figure shows the group in the worst state.
-    let active = 0, activeOf = '';
-    for (const g of lead) if (g.active_devices > active || !activeOf) { active = g.active_devices; activeOf = g.queue; }
+    // Devices sending: the devices that published to this node within the
+    // hot-device detector's sliding window (hot.window, 10s), as /v1/status
+    // counts them in hot.tracked. A group's active_devices is something
+    // else (devices with unfinished messages in it, often 0 while workers
+    // keep up), shown below it for the group in the worst state; the terms
+    // are defined in docs/glossary.md.
+    const hs = st.hot || {};
+    let waiting = 0, waitingOf = '';
+    for (const g of lead) if (g.active_devices > waiting) { waiting = g.active_devices; waitingOf = g.queue; }
     const log = st.log || {};
-    setFigure('fig-active', num(active), (activeOf ? activeOf + ' · ' : '') + num(log.devices) + ' devices known of ' + num(log.max_devices),
+    const sub = [hs.enabled ? 'published to this node within 1–2 × hot.window' : 'not counted: hot isolation is off'];
+    if (waitingOf) sub.push(num(waiting) + ' with unfinished messages in ' + waitingOf);
+    sub.push(num(log.devices) + ' known of ' + num(log.max_devices));
+    setFigure('fig-active', hs.enabled ? num(hs.tracked) : '–', sub.join(' · '),
       log.max_devices ? level(log.devices / log.max_devices, 0.8, 0.95) : '');
     let p99 = 0, p99of = '';
     for (const g of lead) if (g.latency_p99_ms > p99) { p99 = g.latency_p99_ms; p99of = g.queue; }
@@ -205,7 +214,7 @@
     for (const g of lead) {
       for (const [p, v] of Object.entries(g.window_span || {})) if (v > span) { span = v; spanOf = g.queue + ' partition ' + p; }
     }
-    setFigure('fig-span', num(span), spanOf ? spanOf : 'delivered, not committed', level(span, 5000, 50000));
+    setFigure('fig-span', num(span), spanOf ? spanOf : 'read, not yet committed', level(span, 5000, 50000));
     const top = (st.top_devices || []).slice(0, 5);
     const max = Math.max(1, ...top.map((d) => d.rate));
     const bars = top.map((d) => h('div', { class: 'bar', 'data-device': d.device },
@@ -213,7 +222,7 @@
       h('svg', { viewBox: '0 0 100 10', preserveAspectRatio: 'none' },
         h('rect', { x: 0, y: 0, height: 10, width: Math.max(1, (d.rate / max) * 100).toFixed(1), class: d.isolated ? 'hot' : '' })),
       h('span', { class: 'num', text: rate(d.rate) + (d.isolated ? ' ⚑' : '') })));
-    $('fig-top').querySelector('.bars').replaceChildren(...(bars.length ? bars : [h('span', { class: 'muted', text: 'no traffic' })]));
+    $('fig-top').querySelector('.bars').replaceChildren(...(bars.length ? bars : [h('span', { class: 'muted', text: hs.enabled ? 'no traffic' : 'not measured: hot isolation is off' })]));
   }
   function setFigure(id, value, sub, lvl) {
     const el = $(id);
