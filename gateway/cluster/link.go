@@ -13,7 +13,6 @@ import (
 
 	"edgeq/discovery/election"
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
 
@@ -210,7 +209,7 @@ func (p *peerLink) Commit(ctx context.Context, node string, key groups.GroupKey,
 
 // Forward implements groups.Peers: queued on the peer connection, never
 // waiting (a full queue closes the connection, see Manager.Send).
-func (p *peerLink) Forward(node string, key groups.GroupKey, member queue.MemberID, d *groups.Delivery) bool {
+func (p *peerLink) Forward(node string, key groups.GroupKey, member groups.MemberID, d *groups.Delivery) bool {
 	m := forwardOf(key, d)
 	m.Member = string(member)
 	return p.sendPooled(node, &m)
@@ -418,7 +417,7 @@ func (p *peerLink) Frame(node string, f Frame) {
 			return
 		}
 		d := groups.Delivery{Record: &rec, Raw: m.Record, Node: m.Node, Partition: int(m.Partition), Offset: m.Offset,
-			Deliveries: int(m.Deliveries), MaybeDelivered: m.Maybe, Ack: groups.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
+			Deliveries: int(m.Deliveries), MaybeDelivered: m.Maybe, Ack: groups.AckHandle{Group: int(m.Instance), Member: groups.MemberID(m.Member),
 				Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}}
 		if m.Member == "" {
 			d.Ack = groups.AckHandle{}
@@ -433,7 +432,7 @@ func (p *peerLink) Frame(node string, f Frame) {
 			return
 		}
 		_ = p.reg.RelayedAck(groups.Ack{Kind: groups.AckKind(m.Kind), Delay: time.Duration(m.Delay),
-			Handle: groups.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
+			Handle: groups.AckHandle{Group: int(m.Instance), Member: groups.MemberID(m.Member),
 				Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}})
 	case TypeRemoved:
 		g, err := DecodeRemoved(f.Body)
@@ -450,7 +449,7 @@ func (p *peerLink) Frame(node string, f Frame) {
 		}
 		ms := make([]groups.RemoteMember, len(m.Members))
 		for i, x := range m.Members {
-			ms[i] = groups.RemoteMember{ID: queue.MemberID(x.ID), Credit: x.Credit}
+			ms[i] = groups.RemoteMember{ID: groups.MemberID(x.ID), Credit: x.Credit}
 		}
 		key := keyOf(m.Group)
 		if p.removed.has(key.String(), time.Now()) {

@@ -10,10 +10,7 @@
 // deliveries and parses acknowledgements in its own package.
 package groups
 
-import (
-	"edgeq/gateway/queue"
-	"edgeq/wal"
-)
+import "edgeq/wal"
 
 // Member receives deliveries. Deliver must not block: it copies what it needs
 // (the Delivery is only valid during the call) into its outbound buffer, or
@@ -54,9 +51,9 @@ type Delivery struct {
 // unchanged with the worker's answer; its fields are public only so that
 // they can be encoded.
 type AckHandle struct {
-	Group      int            // the group's instance ID (one runner on one node)
-	Member     queue.MemberID // the member the message was delivered to
-	Partition  int            // the partition ID in the group's core
+	Group      int      // the group's instance ID (one runner on one node)
+	Member     MemberID // the member the message was delivered to
+	Partition  int      // the partition ID in the group's core
 	Offset     uint64
 	Deliveries int
 }
