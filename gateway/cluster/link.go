@@ -411,20 +411,7 @@ func (p *peerLink) Frame(node string, f Frame) {
 			p.bad(node, f.Type, err)
 			return
 		}
-		var rec wal.Record
-		if err := wal.DecodeRecord(m.Record, &rec); err != nil {
-			p.bad(node, f.Type, err)
-			return
-		}
-		d := groups.Delivery{Record: &rec, Raw: m.Record, Node: m.Node, Partition: int(m.Partition), Offset: m.Offset,
-			Deliveries: int(m.Deliveries), MaybeDelivered: m.Maybe, Ack: groups.AckHandle{Group: int(m.Instance), Member: groups.MemberID(m.Member),
-				Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}}
-		if m.Member == "" {
-			d.Ack = groups.AckHandle{}
-			p.reg.DeadLettered(keyOf(m.Group), &d, m.Reason)
-			return
-		}
-		p.reg.Forwarded(node, keyOf(m.Group), &d)
+		p.forwardIn(node, &m)
 	case TypeAck:
 		m, err := DecodeAckRelay(f.Body)
 		if err != nil {
@@ -462,6 +449,41 @@ func (p *peerLink) Frame(node string, f Frame) {
 			p.logger.Warn("members of a peer refused", "peer", node, "group", key.String(), "err", err)
 		}
 	}
+}
+
+// inbound is the scratch a forwarded delivery is decoded into: the
+// Delivery, like the frame it is decoded from, is valid only during the
+// member's Deliver, so it is reused (pooled: frames of several peers are
+// handled at once), and so is the capacity of its record's headers.
+type inbound struct {
+	rec wal.Record
+	d   groups.Delivery
+}
+
+var inbounds = sync.Pool{New: func() any { return new(inbound) }}
+
+// forwardIn decodes the record of a FORWARD (once on this node) and hands
+// it to the member it names, or to the dead-letter subscribers.
+func (p *peerLink) forwardIn(node string, m *Forward) {
+	in := inbounds.Get().(*inbound)
+	defer func() {
+		clear(in.rec.Headers) // they alias the frame
+		*in = inbound{rec: wal.Record{Headers: in.rec.Headers[:0]}}
+		inbounds.Put(in)
+	}()
+	if err := wal.DecodeRecord(m.Record, &in.rec); err != nil {
+		p.bad(node, TypeForward, err)
+		return
+	}
+	in.d = groups.Delivery{Record: &in.rec, Raw: m.Record, Node: m.Node, Partition: int(m.Partition), Offset: m.Offset,
+		Deliveries: int(m.Deliveries), MaybeDelivered: m.Maybe, Ack: groups.AckHandle{Group: int(m.Instance), Member: groups.MemberID(m.Member),
+			Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}}
+	if m.Member == "" {
+		in.d.Ack = groups.AckHandle{}
+		p.reg.DeadLettered(keyOf(m.Group), &in.d, m.Reason)
+		return
+	}
+	p.reg.Forwarded(node, keyOf(m.Group), &in.d)
 }
 
 // failPending fails the requests waiting on node. Called with mu held.
