@@ -175,11 +175,7 @@ func (p *peerLink) Fetch(ctx context.Context, node string, key groups.GroupKey, 
 	if resp.Err != "" {
 		return groups.RemoteBatch{}, fmt.Errorf("cluster: fetch at %s: %s", node, resp.Err)
 	}
-	b := groups.RemoteBatch{Next: resp.Next, Durable: resp.Durable, Records: make([]groups.RemoteRecord, len(resp.Records))}
-	for i, r := range resp.Records {
-		b.Records[i] = groups.RemoteRecord{Offset: r.Offset, Raw: r.Raw}
-	}
-	return b, nil
+	return groups.RemoteBatch{Next: resp.Next, Durable: resp.Durable, Records: resp.Records}, nil
 }
 
 // Commit implements groups.Peers.

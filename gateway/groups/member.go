@@ -8,6 +8,12 @@
 // peer node, later a JetStream consumer, an NSQ channel or an uplink), and
 // acknowledgements come back as typed calls. Each front end encodes
 // deliveries and parses acknowledgements in its own package.
+//
+// groups is the only door to the queue core: front ends, uplinks, the
+// cluster layer and the configuration see groups' types (member IDs,
+// deliveries, acks, group policies and statistics; types.go) and never
+// import gateway/queue. groups itself imports no protocol: the subject
+// grammar a group's filter is checked with is gateway/subject's.
 package groups
 
 import "edgeq/wal"
