@@ -8,7 +8,6 @@ import (
 	"edgeq/gateway/config"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/metrics"
-	"edgeq/gateway/queue"
 )
 
 // uplinkRun is one uplink and its declared queue group.
@@ -38,7 +37,7 @@ func (n *Node) openUplinks() error {
 // Retry-After up to retry_after_max, plus a timeout, restarted by
 // in-progress acks) or the queue behind a drain rate
 // limit. An ack_wait expiry would redeliver a record the uplink still holds.
-func uplinkQueueConfig(cfg config.Config, uc uplink.Config) queue.Config {
+func uplinkQueueConfig(cfg config.Config, uc uplink.Config) groups.CoreConfig {
 	qc := queueConfig(cfg, config.Group{Queue: uc.QueueName(), Deliver: "all"})
 	qc.MaxInFlight = uc.Window
 	qc.DeviceWindow = uc.EffectiveDeviceWindow()
@@ -51,7 +50,7 @@ func uplinkQueueConfig(cfg config.Config, uc uplink.Config) queue.Config {
 func (n *Node) startUplinks(ctx context.Context) error {
 	for _, r := range n.uplinks {
 		n.goBackground(func() { r.u.Run(ctx) })
-		if _, err := n.queues.Join(r.key, queue.MemberID("uplink:"+r.u.Name()), r.u, r.u.Window()); err != nil {
+		if _, err := n.queues.Join(r.key, groups.MemberID("uplink:"+r.u.Name()), r.u, r.u.Window()); err != nil {
 			return fmt.Errorf("uplink %s: join group: %w", r.u.Name(), err)
 		}
 	}

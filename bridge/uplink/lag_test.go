@@ -6,7 +6,6 @@ import (
 	"edgeq/bridge/uplink"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/metrics"
-	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
 
@@ -21,7 +20,7 @@ func TestGroupLagBytes(t *testing.T) {
 		{Partition: 2}, // empty
 	}}}
 	s.Groups = []groups.GroupStats{{Key: key, Leading: true,
-		Core: queue.Stats{Partitions: []queue.PartitionStats{{Partition: 0, Committed: 90}, {Partition: 1, Committed: 15},
+		Core: groups.CoreStats{Partitions: []groups.PartitionStats{{Partition: 0, Committed: 90}, {Partition: 1, Committed: 15},
 			{Partition: 2}, {Partition: 3, Committed: 4}}},
 		Partitions: map[int]groups.PartitionRef{0: {Node: "gw-a", Partition: 0}, 1: {Node: "gw-a", Partition: 1},
 			2: {Node: "gw-a", Partition: 2}, 3: {Node: "gw-b", Partition: 0, Durable: 6}}}}
@@ -36,7 +35,7 @@ func TestGroupLagBytes(t *testing.T) {
 	if want := uint64(1627); recs != 17 || b != want || !leading {
 		t.Errorf("lag %d records, %d bytes, leading %v; want 17, %d, true", recs, b, leading, want)
 	}
-	s.Groups[0].Leading, s.Groups[0].Core = false, queue.Stats{}
+	s.Groups[0].Leading, s.Groups[0].Core = false, groups.CoreStats{}
 	if recs, b, leading := means.GroupLag(s.Node, s.Groups, key, lagOf); recs != 0 || b != 0 || leading {
 		t.Errorf("not leading: %d records, %d bytes, leading %v", recs, b, leading)
 	}

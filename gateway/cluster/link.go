@@ -13,7 +13,6 @@ import (
 
 	"edgeq/discovery/election"
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
 
@@ -176,11 +175,7 @@ func (p *peerLink) Fetch(ctx context.Context, node string, key groups.GroupKey, 
 	if resp.Err != "" {
 		return groups.RemoteBatch{}, fmt.Errorf("cluster: fetch at %s: %s", node, resp.Err)
 	}
-	b := groups.RemoteBatch{Next: resp.Next, Durable: resp.Durable, Records: make([]groups.RemoteRecord, len(resp.Records))}
-	for i, r := range resp.Records {
-		b.Records[i] = groups.RemoteRecord{Offset: r.Offset, Raw: r.Raw}
-	}
-	return b, nil
+	return groups.RemoteBatch{Next: resp.Next, Durable: resp.Durable, Records: resp.Records}, nil
 }
 
 // Commit implements groups.Peers.
@@ -210,7 +205,7 @@ func (p *peerLink) Commit(ctx context.Context, node string, key groups.GroupKey,
 
 // Forward implements groups.Peers: queued on the peer connection, never
 // waiting (a full queue closes the connection, see Manager.Send).
-func (p *peerLink) Forward(node string, key groups.GroupKey, member queue.MemberID, d *groups.Delivery) bool {
+func (p *peerLink) Forward(node string, key groups.GroupKey, member groups.MemberID, d *groups.Delivery) bool {
 	m := forwardOf(key, d)
 	m.Member = string(member)
 	return p.sendPooled(node, &m)
@@ -412,20 +407,7 @@ func (p *peerLink) Frame(node string, f Frame) {
 			p.bad(node, f.Type, err)
 			return
 		}
-		var rec wal.Record
-		if err := wal.DecodeRecord(m.Record, &rec); err != nil {
-			p.bad(node, f.Type, err)
-			return
-		}
-		d := groups.Delivery{Record: &rec, Raw: m.Record, Node: m.Node, Partition: int(m.Partition), Offset: m.Offset,
-			Deliveries: int(m.Deliveries), MaybeDelivered: m.Maybe, Ack: groups.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
-				Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}}
-		if m.Member == "" {
-			d.Ack = groups.AckHandle{}
-			p.reg.DeadLettered(keyOf(m.Group), &d, m.Reason)
-			return
-		}
-		p.reg.Forwarded(node, keyOf(m.Group), &d)
+		p.forwardIn(node, &m)
 	case TypeAck:
 		m, err := DecodeAckRelay(f.Body)
 		if err != nil {
@@ -433,7 +415,7 @@ func (p *peerLink) Frame(node string, f Frame) {
 			return
 		}
 		_ = p.reg.RelayedAck(groups.Ack{Kind: groups.AckKind(m.Kind), Delay: time.Duration(m.Delay),
-			Handle: groups.AckHandle{Group: int(m.Instance), Member: queue.MemberID(m.Member),
+			Handle: groups.AckHandle{Group: int(m.Instance), Member: groups.MemberID(m.Member),
 				Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}})
 	case TypeRemoved:
 		g, err := DecodeRemoved(f.Body)
@@ -450,7 +432,7 @@ func (p *peerLink) Frame(node string, f Frame) {
 		}
 		ms := make([]groups.RemoteMember, len(m.Members))
 		for i, x := range m.Members {
-			ms[i] = groups.RemoteMember{ID: queue.MemberID(x.ID), Credit: x.Credit}
+			ms[i] = groups.RemoteMember{ID: groups.MemberID(x.ID), Credit: x.Credit}
 		}
 		key := keyOf(m.Group)
 		if p.removed.has(key.String(), time.Now()) {
@@ -463,6 +445,41 @@ func (p *peerLink) Frame(node string, f Frame) {
 			p.logger.Warn("members of a peer refused", "peer", node, "group", key.String(), "err", err)
 		}
 	}
+}
+
+// inbound is the scratch a forwarded delivery is decoded into: the
+// Delivery, like the frame it is decoded from, is valid only during the
+// member's Deliver, so it is reused (pooled: frames of several peers are
+// handled at once), and so is the capacity of its record's headers.
+type inbound struct {
+	rec wal.Record
+	d   groups.Delivery
+}
+
+var inbounds = sync.Pool{New: func() any { return new(inbound) }}
+
+// forwardIn decodes the record of a FORWARD (once on this node) and hands
+// it to the member it names, or to the dead-letter subscribers.
+func (p *peerLink) forwardIn(node string, m *Forward) {
+	in := inbounds.Get().(*inbound)
+	defer func() {
+		clear(in.rec.Headers) // they alias the frame
+		*in = inbound{rec: wal.Record{Headers: in.rec.Headers[:0]}}
+		inbounds.Put(in)
+	}()
+	if err := wal.DecodeRecord(m.Record, &in.rec); err != nil {
+		p.bad(node, TypeForward, err)
+		return
+	}
+	in.d = groups.Delivery{Record: &in.rec, Raw: m.Record, Node: m.Node, Partition: int(m.Partition), Offset: m.Offset,
+		Deliveries: int(m.Deliveries), MaybeDelivered: m.Maybe, Ack: groups.AckHandle{Group: int(m.Instance), Member: groups.MemberID(m.Member),
+			Partition: int(m.CorePartition), Offset: m.Offset, Deliveries: int(m.Deliveries)}}
+	if m.Member == "" {
+		in.d.Ack = groups.AckHandle{}
+		p.reg.DeadLettered(keyOf(m.Group), &in.d, m.Reason)
+		return
+	}
+	p.reg.Forwarded(node, keyOf(m.Group), &in.d)
 }
 
 // failPending fails the requests waiting on node. Called with mu held.

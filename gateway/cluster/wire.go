@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"edgeq/discovery/election"
+	"edgeq/gateway/groups"
 )
 
 // Data-path messages between nodes. Each is the body of one frame; fields are
@@ -75,11 +76,10 @@ type FetchReq struct {
 	WaitMillis int
 }
 
-// RawRecord is one stored record at its offset.
-type RawRecord struct {
-	Offset uint64
-	Raw    []byte
-}
+// RawRecord is one stored record at its offset: the record a leader's
+// runner decodes (groups.RemoteRecord, so a fetched batch goes to it as
+// decoded from the frame, not copied).
+type RawRecord = groups.RemoteRecord
 
 // FetchResp answers a FetchReq: records in offset order and the next offset
 // to read (after trailing skipped offsets too), the partition's durable

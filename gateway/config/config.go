@@ -20,7 +20,7 @@ import (
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/bridge/uplink"
-	"edgeq/gateway/natsproto"
+	"edgeq/gateway/subject"
 	"edgeq/internal/secret"
 	"edgeq/wal"
 )
@@ -811,7 +811,7 @@ func (c *Config) validateNATS(bad func(key, format string, args ...any)) {
 				patterns []string
 			}{{"publish.allow", p.Publish.Allow}, {"publish.deny", p.Publish.Deny}, {"subscribe.allow", p.Subscribe.Allow}, {"subscribe.deny", p.Subscribe.Deny}} {
 				for j, s := range r.patterns {
-					if err := natsproto.CheckFilter(s); err != nil {
+					if err := subject.CheckFilter(s); err != nil {
 						bad(fmt.Sprintf("nats.users[%d].permissions.%s[%d]", i, r.key, j), "%q: %v", s, err)
 					}
 				}

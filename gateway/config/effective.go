@@ -4,7 +4,7 @@ import (
 	"edgeq/bridge/modbus"
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/uplink"
-	"edgeq/gateway/queue"
+	"edgeq/gateway/groups"
 )
 
 // Effective returns the configuration with every "0 or empty: a default"
@@ -13,7 +13,7 @@ import (
 // node_id and an MQTT bridge's client_id stay empty when no node_id is set
 // (the ID is generated once and kept in the data directory).
 func (c Config) Effective() Config {
-	q := queue.Config{ReadAheadMsgs: c.Queue.ReadAheadMsgs, ReadAheadBytes: int(c.Queue.ReadAheadBytes),
+	q := groups.CoreConfig{ReadAheadMsgs: c.Queue.ReadAheadMsgs, ReadAheadBytes: int(c.Queue.ReadAheadBytes),
 		DeviceShareMsgs: c.Queue.DeviceShareMsgs, DeviceShareBytes: int(c.Queue.DeviceShareBytes)}
 	msgs, bytes := q.DeviceShare()
 	c.Queue.DeviceShareMsgs, c.Queue.DeviceShareBytes = msgs, ByteSize(bytes)

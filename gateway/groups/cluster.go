@@ -46,7 +46,7 @@ type Peers interface {
 	// when it cannot (node unreachable or too far behind). d is only valid
 	// during the call; its Raw record is what travels, with where it is
 	// stored and its AckHandle.
-	Forward(node string, key GroupKey, member queue.MemberID, d *Delivery) bool
+	Forward(node string, key GroupKey, member MemberID, d *Delivery) bool
 	// RelayAck queues an acknowledgement for the leader on node; false when
 	// it cannot.
 	RelayAck(node string, a Ack) bool
@@ -89,7 +89,7 @@ type PartitionOffset struct {
 
 // RemoteMember is a member of another node, as that node reports it.
 type RemoteMember struct {
-	ID     queue.MemberID
+	ID     MemberID
 	Credit int
 }
 

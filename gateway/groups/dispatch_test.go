@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"edgeq/gateway/natsproto"
 	"edgeq/gateway/queue"
+	"edgeq/gateway/subject"
 	"edgeq/wal"
 )
 
@@ -410,7 +410,7 @@ func TestDeviceMatcher(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := m.match(c.device); got != c.want || got != natsproto.MatchSubject(c.filter, "telemetry."+c.device) {
+		if got := m.match(c.device); got != c.want || got != subject.Match(c.filter, "telemetry."+c.device) {
 			t.Errorf("%s ~ %s: %v, want %v", c.filter, c.device, got, c.want)
 		}
 	}

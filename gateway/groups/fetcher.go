@@ -78,7 +78,7 @@ func (f *fetcher) serve(ctx context.Context, req queue.Fetch) (fetchResult, bool
 			return fetchResult{}, false
 		}
 		if err == nil {
-			return fetchResult{partition: f.partition, msgs: toMsgs(f.partition, b.Entries), next: b.Next}, true
+			return fetchResult{partition: f.partition, msgs: localMsgs(f.partition, b.Entries), next: b.Next}, true
 		}
 		f.logger.Error("read partition", "partition", f.partition, "from", req.From, "err", err)
 		if !retry.wait(ctx) {
@@ -119,14 +119,14 @@ func (r *runner) readAgain(ctx context.Context, f queue.Fetch, node string, loca
 		if err != nil {
 			return fetchResult{}, err
 		}
-		return fetchResult{partition: f.Partition, msgs: toMsgs(f.Partition, b.Entries), next: b.Next, refetch: true}, nil
+		return fetchResult{partition: f.Partition, msgs: localMsgs(f.Partition, b.Entries), next: b.Next, refetch: true}, nil
 	}
 	batch, err := r.reg.cfg.Peers.Fetch(ctx, node, r.key, RemoteFetch{Partition: local, From: f.From, MaxMsgs: f.MaxMsgs, MaxBytes: f.MaxBytes})
 	if err != nil {
 		return fetchResult{}, err
 	}
-	conv := remoteFetcher{r: r, node: node, base: f.Partition - local, local: local, partition: f.Partition}
-	return fetchResult{partition: f.Partition, msgs: conv.toMsgs(batch), next: batch.Next, durable: batch.Durable, refetch: true}, nil
+	msgs := remoteMsgs(f.Partition, f.Partition-local, batch, func(offset uint64) { r.badRemote(node, local, offset) })
+	return fetchResult{partition: f.Partition, msgs: msgs, next: batch.Next, durable: batch.Durable, refetch: true}, nil
 }
 
 // readWhenDurable reads partition p from offset from on once there is
@@ -170,28 +170,4 @@ func readWhenDurable(ctx context.Context, l *wal.Log, p int, from uint64, maxMsg
 			return wal.Batch{Next: from}, nil
 		}
 	}
-}
-
-func toMsgs(partition int, entries []wal.Entry) []queue.Msg {
-	msgs := make([]queue.Msg, len(entries))
-	for i := range entries {
-		e := &entries[i]
-		kind := queue.KindData
-		if e.Record.Kind == wal.KindMove {
-			kind = queue.KindMoveMarker
-		}
-		msgs[i] = queue.Msg{
-			Partition:  partition,
-			Offset:     e.Offset,
-			Kind:       kind,
-			Device:     e.Record.Device,
-			Seq:        e.Record.Seq,
-			IngestTime: e.Record.Time,
-			MoveTarget: e.Record.MoveTarget,
-			MoveRef:    queue.Ref{Partition: e.Record.MoveRef.Partition, Offset: e.Record.MoveRef.Offset},
-			Data:       e.Raw,
-			Body:       &e.Record, // decoded once, at read
-		}
-	}
-	return msgs
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"edgeq/gateway/natsproto"
+	"edgeq/gateway/subject"
 )
 
 // deviceMatcher decides whether a telemetry subject "<prefix>.<device>"
@@ -17,7 +17,7 @@ type deviceMatcher struct {
 }
 
 func newDeviceMatcher(filter, prefix string) (deviceMatcher, error) {
-	if err := natsproto.CheckFilter(filter); err != nil {
+	if err := subject.CheckFilter(filter); err != nil {
 		return deviceMatcher{}, fmt.Errorf("groups: filter %q: %w", filter, err)
 	}
 	tok := strings.Split(filter, ".")

@@ -8,12 +8,15 @@
 // peer node, later a JetStream consumer, an NSQ channel or an uplink), and
 // acknowledgements come back as typed calls. Each front end encodes
 // deliveries and parses acknowledgements in its own package.
+//
+// groups is the only door to the queue core: front ends, uplinks, the
+// cluster layer and the configuration see groups' types (member IDs,
+// deliveries, acks, group policies and statistics; types.go) and never
+// import gateway/queue. groups itself imports no protocol: the subject
+// grammar a group's filter is checked with is gateway/subject's.
 package groups
 
-import (
-	"edgeq/gateway/queue"
-	"edgeq/wal"
-)
+import "edgeq/wal"
 
 // Member receives deliveries. Deliver must not block: it copies what it needs
 // (the Delivery is only valid during the call) into its outbound buffer, or
@@ -54,9 +57,9 @@ type Delivery struct {
 // unchanged with the worker's answer; its fields are public only so that
 // they can be encoded.
 type AckHandle struct {
-	Group      int            // the group's instance ID (one runner on one node)
-	Member     queue.MemberID // the member the message was delivered to
-	Partition  int            // the partition ID in the group's core
+	Group      int      // the group's instance ID (one runner on one node)
+	Member     MemberID // the member the message was delivered to
+	Partition  int      // the partition ID in the group's core
 	Offset     uint64
 	Deliveries int
 }

@@ -38,7 +38,7 @@ func (k GroupKey) consumerName() string { return "queue:" + k.Filter + "|" + k.Q
 // GroupConfig is a group's settings; Declared groups exist without members.
 type GroupConfig struct {
 	Key      GroupKey
-	Core     queue.Config
+	Core     CoreConfig
 	Declared bool
 	// Start, when set, places a new group (no positions stored) in local
 	// partition p instead of Core.Deliver: the offset it has finished, so
@@ -51,7 +51,7 @@ type Config struct {
 	Node            string // node ID, carried in Edgeq-Node
 	TelemetryPrefix string
 	// Defaults is the core configuration of groups created by a subscribe.
-	Defaults queue.Config
+	Defaults CoreConfig
 	// GroupTTL: an undeclared group without members keeps its committed
 	// offsets this long, then is removed (the node's default: 5 minutes).
 	GroupTTL  time.Duration
@@ -114,7 +114,7 @@ type GroupStats struct {
 	// Leading: this node runs the group's delivery (always on a standalone
 	// node); Core and Latency are only filled while it does.
 	Leading bool
-	Core    queue.Stats
+	Core    CoreStats
 	Latency hist.Snapshot // ingest→delivery of first deliveries, since the group started
 	// RecentLatency is Latency over the last RecentWindow only: what the
 	// status page shows, so that a backlog's queueing time fades once it
@@ -459,7 +459,7 @@ func (r *Registry) memberID(id queue.MemberID) queue.MemberID {
 // the defaults if it does not exist. credit < 0 takes the group's
 // max_in_flight. It returns the member's ID in the group, which its
 // deliveries' AckHandle carries (in a cluster, id tagged with this node).
-func (r *Registry) Join(key GroupKey, id queue.MemberID, m Member, credit int) (queue.MemberID, error) {
+func (r *Registry) Join(key GroupKey, id MemberID, m Member, credit int) (MemberID, error) {
 	gid := r.memberID(id)
 	err := r.join(key, gid, m, credit)
 	return gid, err
@@ -501,7 +501,7 @@ func (r *Registry) join(key GroupKey, gid queue.MemberID, m Member, credit int) 
 }
 
 // Leave removes member id; its in-flight messages go to other members.
-func (r *Registry) Leave(key GroupKey, id queue.MemberID) {
+func (r *Registry) Leave(key GroupKey, id MemberID) {
 	gid := r.memberID(id)
 	r.mu.Lock()
 	g := r.groups[key]
@@ -526,7 +526,7 @@ func (r *Registry) Leave(key GroupKey, id queue.MemberID) {
 }
 
 // SetCredit changes a member's credit ($EQ.RDY).
-func (r *Registry) SetCredit(key GroupKey, id queue.MemberID, credit int) error {
+func (r *Registry) SetCredit(key GroupKey, id MemberID, credit int) error {
 	if credit < 0 {
 		return fmt.Errorf("groups: set credit: %w, got %d", queue.ErrBadCredit, credit)
 	}

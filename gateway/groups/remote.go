@@ -9,7 +9,6 @@ import (
 
 	"edgeq/gateway/queue"
 	"edgeq/internal/backoff"
-	"edgeq/wal"
 )
 
 // The leader's side of the cluster data path: other nodes' partitions are
@@ -236,35 +235,14 @@ func (f *remoteFetcher) serve(ctx context.Context, req queue.Fetch) (fetchResult
 		if len(batch.Records) == 0 && batch.Next <= from {
 			continue // the long poll ended with nothing new
 		}
-		return fetchResult{partition: f.partition, msgs: f.toMsgs(batch), next: batch.Next, durable: batch.Durable}, true
+		msgs := remoteMsgs(f.partition, f.base, batch, func(offset uint64) { f.r.badRemote(f.node, f.local, offset) })
+		return fetchResult{partition: f.partition, msgs: msgs, next: batch.Next, durable: batch.Durable}, true
 	}
 }
 
-// toMsgs decodes the owner's records (once: the decoded record travels as
-// the message's Body) into core messages with this group's partition IDs. A
-// record that does not decode is left out (the core counts the missing
-// offset as lost).
-func (f *remoteFetcher) toMsgs(b RemoteBatch) []queue.Msg {
-	msgs := make([]queue.Msg, 0, len(b.Records))
-	recs := make([]wal.Record, len(b.Records))
-	for i, rr := range b.Records {
-		rec := &recs[i]
-		if wal.DecodeRecord(rr.Raw, rec) != nil {
-			f.r.logger.Warn("bad record from peer", "node", f.node, "partition", f.local, "offset", rr.Offset)
-			continue
-		}
-		m := queue.Msg{Partition: f.partition, Offset: rr.Offset, Kind: queue.KindData, Device: rec.Device,
-			Seq: rec.Seq, IngestTime: rec.Time, Data: rr.Raw, Body: rec}
-		if rec.Kind == wal.KindMove {
-			m.Kind = queue.KindMoveMarker
-			m.MoveTarget = f.base + rec.MoveTarget
-		}
-		if rec.MoveRef.Offset != 0 {
-			m.MoveRef = queue.Ref{Partition: f.base + rec.MoveRef.Partition, Offset: rec.MoveRef.Offset}
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs
+// badRemote logs a record of node's partition that does not decode.
+func (r *runner) badRemote(node string, partition int, offset uint64) {
+	r.logger.Warn("bad record from peer", "node", node, "partition", partition, "offset", offset)
 }
 
 // commitRemote sends the pending commits of each peer that has none on its

@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
 
@@ -34,7 +33,7 @@ type Config struct {
 	MaxBytes        int64 // the log's disk budget (stream max_bytes)
 	MaxAge          time.Duration
 	// Defaults is the core configuration a consumer's group starts from.
-	Defaults queue.Config
+	Defaults groups.CoreConfig
 	// StateFile keeps the consumer definitions across restarts
 	// (<data_dir>/jetstream-consumers.json); empty: not kept.
 	StateFile string

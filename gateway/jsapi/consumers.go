@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 )
 
 // DefaultInactiveThreshold is how long an ephemeral consumer without
@@ -31,7 +30,7 @@ const (
 // queue group is made of.
 type plan struct {
 	cc    jetstream.ConsumerConfig
-	core  queue.Config
+	core  groups.CoreConfig
 	key   groups.GroupKey
 	start func(partition int) uint64 // nil: core.Deliver
 }
@@ -233,14 +232,14 @@ func (s *Service) planStart(cc *jetstream.ConsumerConfig, p *plan) *APIError {
 	}
 	switch cc.DeliverPolicy {
 	case jetstream.DeliverAllPolicy:
-		p.core.Deliver = queue.DeliverAll
+		p.core.Deliver = groups.DeliverAll
 	case jetstream.DeliverNewPolicy:
-		p.core.Deliver = queue.DeliverNew
+		p.core.Deliver = groups.DeliverNew
 	case jetstream.DeliverByStartSequencePolicy:
-		p.core.Deliver = queue.DeliverAll
+		p.core.Deliver = groups.DeliverAll
 		p.start = StartBySeq(cc.OptStartSeq)
 	case jetstream.DeliverByStartTimePolicy:
-		p.core.Deliver = queue.DeliverAll
+		p.core.Deliver = groups.DeliverAll
 		p.start = StartByTime(s.log, *cc.OptStartTime)
 	default:
 		return Err(400, CodeInvalidPolicy, "edgeq: deliver_policy %v is not supported (all, new, by_start_sequence, by_start_time)", cc.DeliverPolicy)

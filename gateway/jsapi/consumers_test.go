@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
 
@@ -44,7 +43,7 @@ func newBed(t *testing.T, mutate func(*Config)) *bed {
 		t.Fatal(err)
 	}
 	b.log = l
-	b.cfg = Config{Stream: "TELEMETRY", Prefix: "telemetry", MaxConsumers: 4, Defaults: queue.DefaultConfig(),
+	b.cfg = Config{Stream: "TELEMETRY", Prefix: "telemetry", MaxConsumers: 4, Defaults: groups.DefaultCoreConfig(),
 		StateFile: filepath.Join(b.dir, "jetstream-consumers.json"), Logger: quiet()}
 	if mutate != nil {
 		mutate(&b.cfg)
@@ -64,7 +63,7 @@ func (b *bed) open() {
 	if b.reg != nil {
 		b.reg.Drain(time.Now().Add(time.Second))
 	}
-	b.reg = groups.NewRegistry(groups.Config{Node: "n1", TelemetryPrefix: "telemetry", Defaults: queue.DefaultConfig(), GroupTTL: time.Hour, MaxGroups: 8}, b.log, quiet())
+	b.reg = groups.NewRegistry(groups.Config{Node: "n1", TelemetryPrefix: "telemetry", Defaults: groups.DefaultCoreConfig(), GroupTTL: time.Hour, MaxGroups: 8}, b.log, quiet())
 	b.svc = NewService(b.cfg, b.log, b.reg)
 	b.svc.now = func() time.Time { return b.now }
 	b.svc.SetHooks(Hooks{Deleted: func(c *Consumer) { b.gone = append(b.gone, c.Name) }, Owned: func(groups.Member) bool { return false }})

@@ -7,7 +7,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 )
 
 // Queue groups that are not JetStream consumers — core NATS queue
@@ -70,7 +69,7 @@ func (s *Service) groupInfo(g groups.GroupStats) jetstream.ConsumerInfo {
 	if g.Declared {
 		cc.Durable = g.Key.Queue
 	}
-	if s.cfg.Defaults.Deliver == queue.DeliverNew {
+	if s.cfg.Defaults.Deliver == groups.DeliverNew {
 		cc.DeliverPolicy = jetstream.DeliverNewPolicy
 	}
 	ci := jetstream.ConsumerInfo{Stream: s.cfg.Stream, Name: g.Key.Queue, Config: cc, TimeStamp: s.now().UTC(),

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 )
 
 // TestQueueGroupsAsConsumers: queue groups that are not consumers show in
@@ -28,7 +27,7 @@ func TestQueueGroupsAsConsumers(t *testing.T) {
 	b.create("cons", map[string]any{"durable_name": "cons"})
 	for _, k := range []groups.GroupKey{{Filter: "telemetry.>", Queue: "core"}, {Filter: "telemetry.>", Queue: "a.b"},
 		{Filter: "telemetry.>", Queue: "twice"}, {Filter: "telemetry.d1", Queue: "twice"}} {
-		if err := b.reg.Declare(groups.GroupConfig{Key: k, Core: queue.DefaultConfig()}); err != nil {
+		if err := b.reg.Declare(groups.GroupConfig{Key: k, Core: groups.DefaultCoreConfig()}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
 
@@ -16,7 +15,7 @@ import (
 // go test -run '^$' -bench OrderedNext ./gateway/jsapi
 func BenchmarkOrderedNext(b *testing.B) {
 	l := benchLog(b, 50_000, 1000)
-	reg := groups.NewRegistry(groups.Config{Node: "n1", TelemetryPrefix: "telemetry", Defaults: queue.DefaultConfig(), GroupTTL: time.Hour, MaxGroups: 8}, l, quiet())
+	reg := groups.NewRegistry(groups.Config{Node: "n1", TelemetryPrefix: "telemetry", Defaults: groups.DefaultCoreConfig(), GroupTTL: time.Hour, MaxGroups: 8}, l, quiet())
 	defer reg.Drain(time.Now().Add(time.Second))
 	svc := NewService(Config{Stream: "TELEMETRY", Prefix: "telemetry", Logger: quiet()}, l, reg)
 	read := 0

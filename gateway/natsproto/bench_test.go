@@ -73,15 +73,6 @@ func BenchmarkParseHPubSplit(b *testing.B) {
 	benchmarkParse(b, hpubStream(b, 1000), 1000, 4<<10)
 }
 
-func BenchmarkMatchSubject(b *testing.B) {
-	filter, subject := "telemetry.*.>", []byte("telemetry.dev-0042.temp")
-	for b.Loop() {
-		if !MatchSubject(filter, subject) {
-			b.Fatal("no match")
-		}
-	}
-}
-
 func BenchmarkAppendHMsg(b *testing.B) {
 	hdr := mustHeader(b, 0, "", "Edgeq-Device", "dev-0042", "Edgeq-Seq", "123456")
 	payload := []byte(`{"temp":21.5,"hum":40.1,"bat":3.71}`)

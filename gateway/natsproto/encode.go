@@ -8,7 +8,7 @@ import (
 // Encoders for what the server sends. Each appends one complete frame to
 // dst and returns the extended slice; with enough capacity in dst they do
 // not allocate. Subjects, sids and reply subjects must be valid protocol
-// tokens (no spaces or control bytes; see ValidPublishSubject): the server
+// tokens (no spaces or control bytes; see subject.ValidPublish): the server
 // only passes on what it validated when it came in.
 
 // AppendMsg appends "MSG <subject> <sid> [reply] <#bytes>\r\n<payload>\r\n".

@@ -1,6 +1,10 @@
 package natsproto
 
-import "errors"
+import (
+	"errors"
+
+	"edgeq/gateway/subject"
+)
 
 // Parser errors. The parser wraps them with context (the op, a snippet of the
 // offending bytes); test with errors.Is. Every one of them means the byte
@@ -33,13 +37,14 @@ var (
 	ErrNoRespondersRequiresHeaders = errors.New("natsproto: no responders requires headers support")
 )
 
-// Subject errors, for the server to return after CheckPublishSubject and
-// CheckFilter.
+// Subject errors: the grammar's (gateway/subject), named as NATS names them
+// (ClientError maps them to -ERR 'Invalid Subject' and 'Invalid Publish
+// Subject').
 var (
 	// ErrInvalidSubject: a SUB filter that is not a valid subject filter.
-	ErrInvalidSubject = errors.New("natsproto: invalid subject")
+	ErrInvalidSubject = subject.ErrInvalidFilter
 	// ErrInvalidPublishSubject: a PUB subject that is empty, malformed or has wildcards.
-	ErrInvalidPublishSubject = errors.New("natsproto: invalid publish subject")
+	ErrInvalidPublishSubject = subject.ErrInvalidPublish
 )
 
 // Header block errors, returned by ParseHeader and the header appenders.

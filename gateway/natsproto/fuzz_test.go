@@ -153,35 +153,6 @@ func FuzzParseHeader(f *testing.F) {
 	})
 }
 
-// FuzzMatchSubject checks MatchSubject and the validators against the
-// obvious split-based definitions, for strings and bytes alike.
-func FuzzMatchSubject(f *testing.F) {
-	for _, s := range [][2]string{
-		{"foo.*", "foo.bar"}, {"foo.>", "foo.bar.baz"}, {">", "a"}, {"a.>.b", "a.x.b"},
-		{"foo..bar", "foo..bar"}, {"*", ""}, {"a*b", "a*b"}, {"telemetry.>", "telemetry"},
-	} {
-		f.Add(s[0], s[1])
-	}
-	f.Fuzz(func(t *testing.T, filter, subject string) {
-		got := MatchSubject(filter, subject)
-		if want := referenceMatch(filter, subject); got != want {
-			t.Fatalf("MatchSubject(%q, %q) = %v, reference says %v", filter, subject, got, want)
-		}
-		if MatchSubject([]byte(filter), []byte(subject)) != got {
-			t.Fatalf("MatchSubject on bytes disagrees for %q, %q", filter, subject)
-		}
-		if v := ValidFilter(filter); v != referenceValid(filter, true) {
-			t.Fatalf("ValidFilter(%q) = %v", filter, v)
-		}
-		if v := ValidPublishSubject(subject); v != referenceValid(subject, false) {
-			t.Fatalf("ValidPublishSubject(%q) = %v", subject, v)
-		}
-		if ValidPublishSubject(filter) && ValidPublishSubject(subject) && got != (filter == subject) {
-			t.Fatalf("literal filter %q vs %q: match %v", filter, subject, got)
-		}
-	})
-}
-
 // FuzzAppendInfo checks INFO framing and JSON escaping on arbitrary strings.
 func FuzzAppendInfo(f *testing.F) {
 	f.Add("NODE1", "gw \"kitchen\"\n", "10.0.0.1", 4222, int64(1<<20))

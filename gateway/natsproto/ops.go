@@ -40,7 +40,7 @@ var opNames = [...]string{
 type Op struct {
 	Kind OpKind
 	// Subject: PUB and HPUB subject, SUB filter. Not validated here; see
-	// CheckPublishSubject and CheckFilter.
+	// subject.CheckPublish and subject.CheckFilter.
 	Subject []byte
 	// Reply: optional PUB/HPUB reply subject (nil when absent).
 	Reply []byte

@@ -10,7 +10,6 @@ import (
 	"edgeq/gateway/groups"
 	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsproto"
-	"edgeq/gateway/queue"
 	"edgeq/internal/connset"
 )
 
@@ -52,8 +51,8 @@ type sub struct {
 	queue  string
 
 	group       groups.GroupKey // set for queue-group members
-	member      queue.MemberID  // the connection's name for it
-	groupMember queue.MemberID  // its ID in the group (deliveries' AckHandle.Member)
+	member      groups.MemberID // the connection's name for it
+	groupMember groups.MemberID // its ID in the group (deliveries' AckHandle.Member)
 	isMem       bool
 	untail      func() // live-tail cancel, nil when not tailing
 
@@ -344,7 +343,7 @@ func (c *conn) cleanup() {
 	}
 }
 
-func (c *conn) nextMemberID() queue.MemberID {
+func (c *conn) nextMemberID() groups.MemberID {
 	c.memberSeq++
-	return queue.MemberID(fmt.Sprintf("c%d-%d", c.id, c.memberSeq))
+	return groups.MemberID(fmt.Sprintf("c%d-%d", c.id, c.memberSeq))
 }

@@ -12,7 +12,6 @@ import (
 	"edgeq/gateway/groups"
 	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsproto"
-	"edgeq/gateway/queue"
 )
 
 // The JetStream front end: $JS.API.* answered by gateway/jsapi, pull
@@ -101,7 +100,7 @@ type jsMember struct {
 	c       *conn // nil for a push consumer's member (the server's own)
 	push    bool  // a push consumer: one endless "pull" on its deliver subject
 	cons    *jsapi.Consumer
-	id, gid queue.MemberID
+	id, gid groups.MemberID
 	ackWait time.Duration
 	maxAck  int
 	wake    chan struct{}
@@ -616,7 +615,7 @@ func (s *Server) startPush(cons *jsapi.Consumer) {
 	if cons.Config.DeliverSubject == "" {
 		return
 	}
-	m := &jsMember{s: s, push: true, cons: cons, id: queue.MemberID("push-" + cons.Name), ackWait: cons.Config.AckWait,
+	m := &jsMember{s: s, push: true, cons: cons, id: groups.MemberID("push-" + cons.Name), ackWait: cons.Config.AckWait,
 		maxAck: cons.Config.MaxAckPending, wake: make(chan struct{}, 1), stop: make(chan struct{}),
 		table: make([]ackSlot, min(max(2*cons.Config.MaxAckPending, 64), maxAckTable)),
 		pulls: []*pull{{reply: cons.Config.DeliverSubject, left: 1}}}

@@ -14,14 +14,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"edgeq/gateway/groups"
 	"edgeq/gateway/jsapi"
-	"edgeq/gateway/queue"
 )
 
 // newJSRig is a rig with the JetStream API on: stream TELEMETRY.
 func newJSRig(t *testing.T) *rig {
 	return newRigWith(t, func(r *rig, c *Config) {
-		qc := queue.DefaultConfig()
+		qc := groups.DefaultCoreConfig()
 		qc.AckWait = 2 * time.Second
 		c.JetStream = jsapi.NewService(jsapi.Config{Stream: "TELEMETRY", Prefix: "telemetry", MaxConsumers: 4,
 			DuplicateWindow: time.Minute, MaxBytes: 1 << 30, Defaults: qc}, r.log, r.reg)
@@ -344,7 +344,7 @@ func TestJetStreamAPIErrors(t *testing.T) {
 // parses them and an empty reply (natscli `sub --ack`) acks.
 func TestJetStreamQueueAckSubjects(t *testing.T) {
 	r := newRigWith(t, func(r *rig, c *Config) {
-		c.JetStream = jsapi.NewService(jsapi.Config{Stream: "TELEMETRY", Prefix: "telemetry", MaxConsumers: 4, Defaults: queue.DefaultConfig()}, r.log, r.reg)
+		c.JetStream = jsapi.NewService(jsapi.Config{Stream: "TELEMETRY", Prefix: "telemetry", MaxConsumers: 4, Defaults: groups.DefaultCoreConfig()}, r.log, r.reg)
 		c.QueueJSAcks = true
 	})
 	nc := r.connect(t)

@@ -12,6 +12,7 @@ import (
 	"edgeq/gateway/groups"
 	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsproto"
+	"edgeq/gateway/subject"
 	"edgeq/wal"
 )
 
@@ -79,7 +80,7 @@ func (c *conn) handleConnect(op *natsproto.Op) bool {
 
 func (c *conn) handleSub(op *natsproto.Op) {
 	filter := string(op.Subject)
-	if err := natsproto.CheckFilter(filter); err != nil {
+	if err := subject.CheckFilter(filter); err != nil {
 		c.sendErr("Invalid Subject")
 		return
 	}
@@ -230,7 +231,7 @@ func (s *Server) dropSub(sb *sub) {
 func (c *conn) handlePub(op *natsproto.Op) {
 	c.s.stats.InMsgs.Add(1)
 	c.s.stats.InBytes.Add(uint64(len(op.Payload)))
-	if !natsproto.ValidPublishSubject(op.Subject) && !c.isConsumerCreateWithFilter(op.Subject) {
+	if !subject.ValidPublish(op.Subject) && !c.isConsumerCreateWithFilter(op.Subject) {
 		c.sendErr("Invalid Publish Subject")
 		return
 	}
@@ -283,17 +284,17 @@ func (c *conn) handlePub(op *natsproto.Op) {
 // consumerCreate is the JetStream API subject that carries a filter.
 const consumerCreate = jsapi.APIPrefix + "CONSUMER.CREATE."
 
-// isConsumerCreateWithFilter reports whether subject is
+// isConsumerCreateWithFilter reports whether subj is
 // $JS.API.CONSUMER.CREATE.<stream>.<consumer>.<filter> with JetStream on:
 // the one publish subject that may hold wildcards, since clients put the
 // consumer's filter_subject there (nats.go and nats.js talking to a 2.9+
 // server; nats-server checks literal subjects only in pedantic mode). The
 // stream and consumer tokens stay literal; the filter is a valid filter.
-func (c *conn) isConsumerCreateWithFilter(subject []byte) bool {
-	if c.s.cfg.JetStream == nil || !bytes.HasPrefix(subject, []byte(consumerCreate)) {
+func (c *conn) isConsumerCreateWithFilter(subj []byte) bool {
+	if c.s.cfg.JetStream == nil || !bytes.HasPrefix(subj, []byte(consumerCreate)) {
 		return false
 	}
-	rest := subject[len(consumerCreate):]
+	rest := subj[len(consumerCreate):]
 	stream := bytes.IndexByte(rest, '.')
 	if stream < 0 {
 		return false
@@ -303,7 +304,7 @@ func (c *conn) isConsumerCreateWithFilter(subject []byte) bool {
 		return false
 	}
 	names, filter := rest[:stream+1+consumer], rest[stream+1+consumer+1:]
-	return natsproto.ValidPublishSubject(names) && !bytes.ContainsAny(names, "*>") && natsproto.ValidFilter(filter)
+	return subject.ValidPublish(names) && !bytes.ContainsAny(names, "*>") && subject.ValidFilter(filter)
 }
 
 func (c *conn) isTelemetry(subject []byte) bool {

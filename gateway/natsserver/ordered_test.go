@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"edgeq/gateway/groups"
 	"edgeq/gateway/jsapi"
-	"edgeq/gateway/queue"
 )
 
 // newReadRig is a JetStream rig with the KV view and the service's
@@ -21,7 +21,7 @@ import (
 func newReadRig(t *testing.T) *rig {
 	r := newRigWith(t, func(r *rig, c *Config) {
 		c.JetStream = jsapi.NewService(jsapi.Config{Stream: "TELEMETRY", Prefix: "telemetry", MaxConsumers: 4,
-			DuplicateWindow: time.Minute, MaxBytes: 1 << 30, Defaults: queue.DefaultConfig(), KVBucket: "telemetry"}, r.log, r.reg)
+			DuplicateWindow: time.Minute, MaxBytes: 1 << 30, Defaults: groups.DefaultCoreConfig(), KVBucket: "telemetry"}, r.log, r.reg)
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -3,7 +3,7 @@ package natsserver
 import (
 	"strings"
 
-	"edgeq/gateway/natsproto"
+	"edgeq/gateway/subject"
 )
 
 // Permissions are one user's publish and subscribe rules, in nats-server's
@@ -23,26 +23,26 @@ type Rules struct {
 // was given.
 var controlPrefixes = []string{"$EQ.ACK.", "$EQ.RDY."}
 
-// mayPublish reports whether p allows publishing to subject (nil p: all).
-func (p *Permissions) mayPublish(subject string) bool {
+// mayPublish reports whether p allows publishing to subj (nil p: all).
+func (p *Permissions) mayPublish(subj string) bool {
 	if p == nil {
 		return true
 	}
 	for _, cp := range controlPrefixes {
-		if strings.HasPrefix(subject, cp) {
+		if strings.HasPrefix(subj, cp) {
 			return true
 		}
 	}
 	r := p.Publish
 	ok := len(r.Allow) == 0
 	for _, a := range r.Allow {
-		if natsproto.MatchSubject(a, subject) {
+		if subject.Match(a, subj) {
 			ok = true
 			break
 		}
 	}
 	for _, d := range r.Deny {
-		if natsproto.MatchSubject(d, subject) {
+		if subject.Match(d, subj) {
 			return false
 		}
 	}

@@ -15,7 +15,6 @@ import (
 
 	"edgeq/gateway/groups"
 	"edgeq/gateway/natsproto"
-	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
 
@@ -55,8 +54,8 @@ func newRigAckWait(t *testing.T, ackWait time.Duration, mutate func(*rig, *Confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	qc := queue.DefaultConfig()
-	qc.Deliver = queue.DeliverAll
+	qc := groups.DefaultCoreConfig()
+	qc.Deliver = groups.DeliverAll
 	qc.AckWait = ackWait
 	r := &rig{log: l}
 	r.reg = groups.NewRegistry(groups.Config{Node: "n1", TelemetryPrefix: "telemetry", Defaults: qc, GroupTTL: time.Hour, MaxGroups: 8,
@@ -122,7 +121,7 @@ func TestAckSubjectRoundTrip(t *testing.T) {
 		t.Fatalf("subject %s", subj)
 	}
 	got, member, err := parseAckSubject(subj)
-	got.Member = queue.MemberID(member)
+	got.Member = groups.MemberID(member)
 	if err != nil || got != h {
 		t.Fatalf("round trip: %+v %v", got, err)
 	}

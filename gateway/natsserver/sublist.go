@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"edgeq/gateway/natsproto"
+	"edgeq/gateway/subject"
 )
 
 // sublist holds core (not stored) subscriptions. Literal filters are found
@@ -57,11 +57,11 @@ func (l *sublist) remove(s *sub) {
 	}
 }
 
-// match calls deliver for every plain subscription matching subject and for
+// match calls deliver for every plain subscription matching subj and for
 // one member of each core queue group (random, retrying another member when
 // one refuses). deliver reports whether the message was taken. It runs
 // outside the lock, so deliver may close connections.
-func (l *sublist) match(subject string, deliver func(*sub) bool) (matched int) {
+func (l *sublist) match(subj string, deliver func(*sub) bool) (matched int) {
 	var plain []*sub
 	var queues map[string][]*sub
 	visit := func(s *sub) {
@@ -75,11 +75,11 @@ func (l *sublist) match(subject string, deliver func(*sub) bool) (matched int) {
 		queues[s.queue] = append(queues[s.queue], s)
 	}
 	l.mu.RLock()
-	for s := range l.literal[subject] {
+	for s := range l.literal[subj] {
 		visit(s)
 	}
 	for s := range l.wildcard {
-		if natsproto.MatchSubject(s.filter, subject) {
+		if subject.Match(s.filter, subj) {
 			visit(s)
 		}
 	}

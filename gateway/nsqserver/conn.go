@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 	"edgeq/internal/connset"
 )
 
@@ -38,8 +37,8 @@ type conn struct {
 	authed      bool
 	heartbeat   time.Duration
 	group       groups.GroupKey
-	member      queue.MemberID // the connection's name for its member
-	groupMember queue.MemberID // its ID in the group
+	member      groups.MemberID // the connection's name for its member
+	groupMember groups.MemberID // its ID in the group
 	joined      bool
 	cmd         Command
 	tlsOn       bool       // the connection is upgraded
@@ -81,7 +80,7 @@ type reply struct {
 func newConn(s *Server, id uint64, nc net.Conn) *conn {
 	c := &conn{s: s, id: id, nc: nc, heartbeat: s.cfg.HeartbeatInterval,
 		hbSet: make(chan time.Duration, 1), room: make(chan struct{}, 1), inflight: map[uint64]entry{},
-		member: queue.MemberID(fmt.Sprintf("nsq-%d", id))}
+		member: groups.MemberID(fmt.Sprintf("nsq-%d", id))}
 	c.Init()
 	return c
 }

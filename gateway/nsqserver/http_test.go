@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 )
 
 // httpMPUB is the binary /mpub body: MPUB's without its own size.
@@ -91,7 +90,7 @@ func TestHTTPStats(t *testing.T) {
 	r := newRig(t, nil)
 	h := &HTTP{Server: r.s, Started: time.Now(), Stored: func() uint64 { return 7 }}
 	for _, k := range []groups.GroupKey{{Filter: "telemetry.>", Queue: "a"}, {Filter: "telemetry.>", Queue: "b"}, {Filter: "telemetry.d1", Queue: "c"}} {
-		if err := r.reg.Declare(groups.GroupConfig{Key: k, Core: queue.DefaultConfig()}); err != nil {
+		if err := r.reg.Declare(groups.GroupConfig{Key: k, Core: groups.DefaultCoreConfig()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,7 +128,7 @@ func TestChannelStats(t *testing.T) {
 	g := groups.GroupStats{Key: groups.GroupKey{Filter: "telemetry.>", Queue: "ch"}, Members: map[string]int{"n1": 2, "n2": 1},
 		Durable: map[int]uint64{0: 10, 1: 5}}
 	g.Core.InFlight, g.Core.Acked, g.Core.Terms, g.Core.Naks, g.Core.LeaveRequeue, g.Core.Timeouts = 3, 20, 1, 2, 1, 4
-	g.Core.Partitions = []queue.PartitionStats{{Partition: 0, Committed: 4}, {Partition: 1, Committed: 5}}
+	g.Core.Partitions = []groups.PartitionStats{{Partition: 0, Committed: 4}, {Partition: 1, Committed: 5}}
 	c := channelStats(&g)
 	// lag 6 (+0), of which 3 in flight: depth 3
 	if c.Depth != 3 || c.BackendDepth != 3 || c.InFlightCount != 3 || c.MessageCount != 20+1+3+3 || c.RequeueCount != 3 ||

@@ -17,7 +17,6 @@ import (
 	"github.com/nsqio/go-nsq"
 
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 	"edgeq/internal/connset"
 	"edgeq/wal"
 )
@@ -40,8 +39,8 @@ func newRig(t *testing.T, mutate func(*Config)) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qc := queue.DefaultConfig()
-	qc.Deliver = queue.DeliverAll
+	qc := groups.DefaultCoreConfig()
+	qc.Deliver = groups.DeliverAll
 	qc.AckWait = 2 * time.Second
 	r := &rig{log: l}
 	r.reg = groups.NewRegistry(groups.Config{Node: "n1", TelemetryPrefix: "telemetry", Defaults: qc, GroupTTL: time.Hour, MaxGroups: 8}, l, quiet())

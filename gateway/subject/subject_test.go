@@ -1,4 +1,4 @@
-package natsproto
+package subject
 
 import (
 	"strings"
@@ -37,25 +37,25 @@ func TestSubjectValidation(t *testing.T) {
 		{"a\x7fb", false, false},
 	}
 	for _, tt := range tests {
-		if got := ValidPublishSubject(tt.subject); got != tt.publish {
-			t.Errorf("ValidPublishSubject(%q) = %v, want %v", tt.subject, got, tt.publish)
+		if got := ValidPublish(tt.subject); got != tt.publish {
+			t.Errorf("ValidPublish(%q) = %v, want %v", tt.subject, got, tt.publish)
 		}
-		if got := ValidPublishSubject([]byte(tt.subject)); got != tt.publish {
-			t.Errorf("ValidPublishSubject([]byte %q) = %v, want %v", tt.subject, got, tt.publish)
+		if got := ValidPublish([]byte(tt.subject)); got != tt.publish {
+			t.Errorf("ValidPublish([]byte %q) = %v, want %v", tt.subject, got, tt.publish)
 		}
 		if got := ValidFilter(tt.subject); got != tt.filter {
 			t.Errorf("ValidFilter(%q) = %v, want %v", tt.subject, got, tt.filter)
 		}
-		if err := CheckPublishSubject(tt.subject); (err == nil) != tt.publish || (err != nil && err != ErrInvalidPublishSubject) {
-			t.Errorf("CheckPublishSubject(%q) = %v", tt.subject, err)
+		if err := CheckPublish(tt.subject); (err == nil) != tt.publish || (err != nil && err != ErrInvalidPublish) {
+			t.Errorf("CheckPublish(%q) = %v", tt.subject, err)
 		}
-		if err := CheckFilter([]byte(tt.subject)); (err == nil) != tt.filter || (err != nil && err != ErrInvalidSubject) {
+		if err := CheckFilter([]byte(tt.subject)); (err == nil) != tt.filter || (err != nil && err != ErrInvalidFilter) {
 			t.Errorf("CheckFilter(%q) = %v", tt.subject, err)
 		}
 	}
 }
 
-func TestMatchSubject(t *testing.T) {
+func TestMatch(t *testing.T) {
 	tests := []struct {
 		filter, subject string
 		want            bool
@@ -97,19 +97,19 @@ func TestMatchSubject(t *testing.T) {
 		{"foo.>", "foo.bar.", false},
 	}
 	for _, tt := range tests {
-		if got := MatchSubject(tt.filter, tt.subject); got != tt.want {
-			t.Errorf("MatchSubject(%q, %q) = %v, want %v", tt.filter, tt.subject, got, tt.want)
+		if got := Match(tt.filter, tt.subject); got != tt.want {
+			t.Errorf("Match(%q, %q) = %v, want %v", tt.filter, tt.subject, got, tt.want)
 		}
-		if got := MatchSubject([]byte(tt.filter), tt.subject); got != tt.want {
-			t.Errorf("MatchSubject([]byte %q, %q) = %v, want %v", tt.filter, tt.subject, got, tt.want)
+		if got := Match([]byte(tt.filter), tt.subject); got != tt.want {
+			t.Errorf("Match([]byte %q, %q) = %v, want %v", tt.filter, tt.subject, got, tt.want)
 		}
-		if got := MatchSubject(tt.filter, []byte(tt.subject)); got != tt.want {
-			t.Errorf("MatchSubject(%q, []byte %q) = %v, want %v", tt.filter, tt.subject, got, tt.want)
+		if got := Match(tt.filter, []byte(tt.subject)); got != tt.want {
+			t.Errorf("Match(%q, []byte %q) = %v, want %v", tt.filter, tt.subject, got, tt.want)
 		}
 	}
 }
 
-// referenceMatch is the obvious, allocating definition MatchSubject must agree with.
+// referenceMatch is the obvious, allocating definition Match must agree with.
 func referenceMatch(filter, subject string) bool {
 	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
 	for _, tok := range append(append([]string{}, f...), s...) {
@@ -147,7 +147,7 @@ func referenceValid(subject string, wildcards bool) bool {
 func TestSubjectFunctionsDoNotAllocate(t *testing.T) {
 	filter, subject := []byte("telemetry.*.>"), "telemetry.dev-1.temp"
 	allocs := testing.AllocsPerRun(100, func() {
-		if !MatchSubject(filter, subject) || !ValidFilter(filter) || !ValidPublishSubject(subject) {
+		if !Match(filter, subject) || !ValidFilter(filter) || !ValidPublish(subject) {
 			t.Fatal("unexpected result")
 		}
 	})

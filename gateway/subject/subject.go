@@ -1,4 +1,22 @@
-package natsproto
+// Package subject is the subject grammar shared by edgeq's front ends and
+// its queue groups: dot-separated tokens, the wildcard tokens '*' (one
+// token) and '>' (the rest) in subscription filters, and matching a subject
+// against a filter. It knows no protocol: natsproto frames NATS with it,
+// gateway/groups decides which telemetry subjects a group's filter takes
+// with it, and config checks NATS permissions with it.
+package subject
+
+import "errors"
+
+// Errors of CheckPublish and CheckFilter. Front ends map them to their own
+// wire errors (natsproto's -ERR 'Invalid Subject').
+var (
+	// ErrInvalidFilter: not a valid subscription filter.
+	ErrInvalidFilter = errors.New("subject: invalid filter")
+	// ErrInvalidPublish: a subject to publish to that is empty, malformed
+	// or has wildcard tokens.
+	ErrInvalidPublish = errors.New("subject: invalid publish subject")
+)
 
 // Text is a subject held as a string or as bytes; the subject functions take
 // either without converting, so they never allocate.
@@ -45,38 +63,37 @@ func validSubject[T Text](s T, wildcards bool) bool {
 	return true
 }
 
-// ValidPublishSubject reports whether s may be published to: a literal
+// ValidPublish reports whether s may be published to: a literal
 // subject with no wildcard tokens.
-func ValidPublishSubject[T Text](s T) bool { return validSubject(s, false) }
+func ValidPublish[T Text](s T) bool { return validSubject(s, false) }
 
 // ValidFilter reports whether s may be subscribed to: a subject whose tokens
 // may be '*', and whose last token may be '>'.
 func ValidFilter[T Text](s T) bool { return validSubject(s, true) }
 
-// CheckPublishSubject returns ErrInvalidPublishSubject unless
-// ValidPublishSubject(s).
-func CheckPublishSubject[T Text](s T) error {
-	if !ValidPublishSubject(s) {
-		return ErrInvalidPublishSubject
+// CheckPublish returns ErrInvalidPublish unless ValidPublish(s).
+func CheckPublish[T Text](s T) error {
+	if !ValidPublish(s) {
+		return ErrInvalidPublish
 	}
 	return nil
 }
 
-// CheckFilter returns ErrInvalidSubject unless ValidFilter(s).
+// CheckFilter returns ErrInvalidFilter unless ValidFilter(s).
 func CheckFilter[T Text](s T) error {
 	if !ValidFilter(s) {
-		return ErrInvalidSubject
+		return ErrInvalidFilter
 	}
 	return nil
 }
 
-// MatchSubject reports whether subject is delivered to a subscription on
+// Match reports whether subject is delivered to a subscription on
 // filter: token by token, '*' in the filter matches any one token and a
 // final '>' matches one or more. Other tokens match byte for byte, so a
 // literal filter matches only itself. Empty tokens never match, so an
 // invalid subject or filter matches nothing; validate both on entry anyway,
 // as bytes are not checked here.
-func MatchSubject[F, S Text](filter F, subject S) bool {
+func Match[F, S Text](filter F, subject S) bool {
 	fi, si := 0, 0
 	for {
 		fEnd := tokenEnd(filter, fi)
