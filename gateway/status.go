@@ -7,7 +7,9 @@ import (
 	"edgeq/bridge/mqtt"
 	"edgeq/bridge/serial"
 	"edgeq/bridge/uplink"
+	"edgeq/gateway/devicemetrics"
 	"edgeq/gateway/metrics"
+	"edgeq/gateway/nodestats"
 )
 
 // Status is the JSON of GET /v1/status; `edgeq status` prints it for people.
@@ -181,7 +183,7 @@ type NSQStatus struct {
 	Errors        map[string]uint64 `json:"errors"`
 }
 
-func nsqStatusOf(n *metrics.NSQStats, listen string) *NSQStatus {
+func nsqStatusOf(n *nodestats.NSQStats, listen string) *NSQStatus {
 	if n == nil {
 		return nil
 	}
@@ -213,14 +215,14 @@ func (n *Node) Status() Status {
 
 // statusOf turns a snapshot into the status document (without the node's
 // addresses and settings).
-func statusOf(s *metrics.Snapshot) Status {
+func statusOf(s *nodestats.Snapshot) Status {
 	ls := s.Log
 	st := Status{
 		Node: s.Node, Version: s.Version, Time: s.Time, UptimeSeconds: int64(s.Time.Sub(s.StartTime).Seconds()), Ready: s.Ready,
 		Log: LogStatus{Bytes: ls.Bytes, MaxBytes: ls.MaxBytes, Full: ls.Full, FullPolicy: string(ls.FullPolicy), Devices: ls.Devices,
 			MaxDevices: ls.MaxDevices, Rejected: ls.Rejected, DiskLow: ls.DiskLow, DiskFault: ls.DiskFault},
 		Sources: map[string]Source{},
-		Device:  metrics.Health(s.Device),
+		Device:  devicemetrics.Health(s.Device),
 	}
 	for _, p := range ls.Partitions {
 		st.Log.RetentionDropped += p.Dropped

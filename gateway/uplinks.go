@@ -8,7 +8,7 @@ import (
 	"edgeq/bridge/uplink"
 	"edgeq/gateway/config"
 	"edgeq/gateway/groups"
-	"edgeq/gateway/metrics"
+	"edgeq/gateway/nodestats"
 	"edgeq/gateway/queue"
 )
 
@@ -85,7 +85,7 @@ func (n *Node) closeUplinks() {
 
 // uplinkStats are the uplinks' snapshots with their groups' lag from s (the
 // log and groups of the same scrape).
-func (n *Node) uplinkStats(s *metrics.Snapshot) []uplink.Stats {
+func (n *Node) uplinkStats(s *nodestats.Snapshot) []uplink.Stats {
 	if len(n.uplinks) == 0 {
 		return nil
 	}
@@ -106,7 +106,7 @@ type recordMeans struct {
 	node float64
 }
 
-func partitionMeans(s *metrics.Snapshot) recordMeans {
+func partitionMeans(s *nodestats.Snapshot) recordMeans {
 	m := recordMeans{part: make(map[int]float64, len(s.Log.Partitions))}
 	var bytes, records float64
 	for _, p := range s.Log.Partitions {
@@ -127,7 +127,7 @@ func partitionMeans(s *metrics.Snapshot) recordMeans {
 // record size. A peer's partition, whose sizes this node does not know, is
 // counted at this node's mean. leading is false (and the lags 0) where this
 // node does not deliver the group.
-func groupLag(s *metrics.Snapshot, means recordMeans, key groups.GroupKey) (records, bytes uint64, leading bool) {
+func groupLag(s *nodestats.Snapshot, means recordMeans, key groups.GroupKey) (records, bytes uint64, leading bool) {
 	for i := range s.Groups {
 		g := &s.Groups[i]
 		if g.Key != key {

@@ -1,13 +1,9 @@
 package metrics
 
-import (
-	"slices"
-
-	"edgeq/gateway/devicemetrics"
-)
+import "slices"
 
 // DeviceHealth is the gateway's health for /v1/status and `edgeq status`,
-// read from the device samples of the same snapshot. A value whose
+// read from the device samples of the same snapshot (devicemetrics.Health). A value whose
 // collector failed is absent (null), never 0; Failed names those collectors.
 //
 // CPU use needs two readings: the seconds are cumulative since boot, so a
@@ -42,61 +38,6 @@ type Temperature struct {
 	Zone    string  `json:"zone"`
 	Type    string  `json:"type"`
 	Celsius float64 `json:"celsius"`
-}
-
-// Health reads the device health out of device samples.
-func Health(samples []devicemetrics.Sample) DeviceHealth {
-	var h DeviceHealth
-	var busy, total float64
-	var cpuSeen bool
-	for _, s := range samples {
-		v := s.Value
-		switch s.Name {
-		case "edgeq_device_cpu_seconds_total":
-			mode, _ := s.Label("mode")
-			total += v
-			if mode != "idle" && mode != "iowait" {
-				busy += v
-			}
-			cpuSeen = true
-		case "edgeq_device_cpus_online":
-			n := int(v)
-			h.CPUs = &n
-		case "edgeq_device_load1":
-			h.Load1 = ptr(v)
-		case "edgeq_device_load5":
-			h.Load5 = ptr(v)
-		case "edgeq_device_load15":
-			h.Load15 = ptr(v)
-		case "edgeq_device_memory_total_bytes":
-			h.MemoryTotalBytes = uptr(v)
-		case "edgeq_device_memory_available_bytes":
-			h.MemoryAvailableBytes = uptr(v)
-		case "edgeq_device_filesystem_size_bytes":
-			h.DiskSizeBytes = uptr(v)
-		case "edgeq_device_filesystem_avail_bytes":
-			h.DiskAvailBytes = uptr(v)
-		case "edgeq_process_resident_memory_bytes":
-			h.ProcessRSSBytes = uptr(v)
-		case "edgeq_process_open_fds":
-			h.OpenFDs = uptr(v)
-		case "edgeq_process_max_fds":
-			h.MaxFDs = uptr(v)
-		case "edgeq_device_temperature_celsius":
-			zone, _ := s.Label("zone")
-			typ, _ := s.Label("type")
-			h.Temperatures = append(h.Temperatures, Temperature{Zone: zone, Type: typ, Celsius: v})
-		case "edgeq_collector_success":
-			if v != 1 {
-				c, _ := s.Label("collector")
-				h.Failed = append(h.Failed, c)
-			}
-		}
-	}
-	if cpuSeen {
-		h.CPUBusySeconds, h.CPUTotalSeconds = ptr(busy), ptr(total)
-	}
-	return h
 }
 
 // CPUTemperature is the zone that best stands for the CPU: the Raspberry
@@ -134,11 +75,4 @@ func CPUPercent(prev, cur DeviceHealth) (float64, bool) {
 	}
 	p := 100 * (*cur.CPUBusySeconds - *prev.CPUBusySeconds) / dt
 	return min(max(p, 0), 100), true
-}
-
-func ptr(v float64) *float64 { return &v }
-
-func uptr(v float64) *uint64 {
-	u := uint64(max(v, 0))
-	return &u
 }
