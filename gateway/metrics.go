@@ -38,17 +38,10 @@ type nodeMetrics struct {
 	reg        *metrics.Registry
 	collectors []devicemetrics.Collector
 	top        int
-	logger     *slog.Logger
 
-	failMu  sync.Mutex
-	failing map[string]collectorFailure // bound: one per collector
+	failures devicemetrics.FailureLog
 
 	bufs sync.Pool // *bytes.Buffer
-}
-
-type collectorFailure struct {
-	msg    string
-	logged time.Time
 }
 
 func newNodeMetrics(cfg config.Config, logger *slog.Logger) (*nodeMetrics, error) {
@@ -62,7 +55,7 @@ func newNodeMetrics(cfg config.Config, logger *slog.Logger) (*nodeMetrics, error
 	}
 	return &nodeMetrics{
 		collectors: cs, top: cfg.Metrics.TopDevices,
-		logger: logger.With("component", "metrics"), failing: map[string]collectorFailure{},
+		failures: devicemetrics.FailureLog{Logger: logger.With("component", "metrics"), Every: collectorLogEvery},
 	}, nil
 }
 
@@ -71,32 +64,7 @@ func newNodeMetrics(cfg config.Config, logger *slog.Logger) (*nodeMetrics, error
 // error changes, and at most every collectorLogEvery otherwise; it never
 // fails the scrape.
 func (m *nodeMetrics) deviceSamples(now time.Time) []devicemetrics.Sample {
-	failed := map[string]bool{}
-	samples := devicemetrics.CollectAllWithErrors(m.collectors, nil, func(c string, err error) {
-		failed[c] = true
-		msg := err.Error()
-		m.failMu.Lock()
-		prev, was := m.failing[c]
-		logIt := !was || prev.msg != msg || now.Sub(prev.logged) >= collectorLogEvery
-		if logIt {
-			prev = collectorFailure{msg: msg, logged: now}
-		}
-		prev.msg = msg
-		m.failing[c] = prev
-		m.failMu.Unlock()
-		if logIt {
-			m.logger.Warn("device metrics collector failed", "collector", c, "err", msg)
-		}
-	})
-	m.failMu.Lock()
-	for c := range m.failing {
-		if !failed[c] {
-			delete(m.failing, c)
-			m.logger.Info("device metrics collector recovered", "collector", c)
-		}
-	}
-	m.failMu.Unlock()
-	return samples
+	return m.failures.CollectAll(m.collectors, now)
 }
 
 // registry is the node's /metrics page: every component's collector, in
