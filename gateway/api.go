@@ -6,7 +6,7 @@ import (
 	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
 	"edgeq/gateway/httpapi"
-	"edgeq/gateway/metrics"
+	"edgeq/gateway/nodestats"
 	"edgeq/internal/secret"
 )
 
@@ -44,7 +44,7 @@ func (n *Node) API() *httpapi.Server { return n.api }
 func (n *Node) Ready() bool { return n.ready.Load() }
 
 // Snapshot copies what /metrics and /v1/status show.
-func (n *Node) Snapshot(top int, device bool) metrics.Snapshot { return n.snapshot(top, device) }
+func (n *Node) Snapshot(top int, device bool) nodestats.Snapshot { return n.snapshot(top, device) }
 
 // HotDevice is the hot-device detector's view of device.
 func (n *Node) HotDevice(device string) (hot.DeviceRate, bool) {

@@ -7,7 +7,7 @@ import (
 	"edgeq/bridge/uplink"
 	"edgeq/gateway/config"
 	"edgeq/gateway/groups"
-	"edgeq/gateway/metrics"
+	"edgeq/gateway/nodestats"
 )
 
 // uplinkRun is one uplink and its declared queue group.
@@ -68,7 +68,7 @@ func (n *Node) closeUplinks() {
 
 // uplinkStats are the uplinks' snapshots with their groups' lag from s (the
 // log and groups of the same scrape).
-func (n *Node) uplinkStats(s *metrics.Snapshot) []uplink.Stats {
+func (n *Node) uplinkStats(s *nodestats.Snapshot) []uplink.Stats {
 	if len(n.uplinks) == 0 {
 		return nil
 	}

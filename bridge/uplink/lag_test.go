@@ -5,7 +5,7 @@ import (
 
 	"edgeq/bridge/uplink"
 	"edgeq/gateway/groups"
-	"edgeq/gateway/metrics"
+	"edgeq/gateway/nodestats"
 	"edgeq/wal"
 )
 
@@ -14,7 +14,7 @@ import (
 // node that does not lead the group reports nothing.
 func TestGroupLagBytes(t *testing.T) {
 	key := groups.GroupKey{Filter: "telemetry.>", Queue: "uplink:cloud"}
-	s := &metrics.Snapshot{Node: "gw-a", Log: wal.Stats{Partitions: []wal.PartitionStats{
+	s := &nodestats.Snapshot{Node: "gw-a", Log: wal.Stats{Partitions: []wal.PartitionStats{
 		{Partition: 0, First: 1, Last: 100, Durable: 100, Bytes: 100 * 50}, // 50 bytes a record
 		{Partition: 1, First: 11, Last: 20, Durable: 20, Bytes: 10 * 200},  // 200 bytes a record
 		{Partition: 2}, // empty

@@ -28,7 +28,7 @@ import (
 	"edgeq/gateway/apiv1"
 	"edgeq/gateway/console"
 	"edgeq/gateway/hot"
-	"edgeq/gateway/metrics"
+	"edgeq/gateway/nodestats"
 	"edgeq/gateway/nsqserver"
 	"edgeq/gateway/tlsconf"
 	"edgeq/internal/secret"
@@ -43,7 +43,7 @@ type Node interface {
 	// the top busiest devices and, when device is set, the device
 	// collectors' samples. It takes no lock for long: a slow reader holds
 	// up no one.
-	Snapshot(top int, device bool) metrics.Snapshot
+	Snapshot(top int, device bool) nodestats.Snapshot
 	// NATSAddr and NSQAddr are the bound listeners' addresses (NSQ: ""
 	// when off).
 	NATSAddr() string

@@ -6,7 +6,8 @@ import (
 
 	"edgeq/gateway/apiv1"
 	"edgeq/gateway/console"
-	"edgeq/gateway/metrics"
+	"edgeq/gateway/devicemetrics"
+	"edgeq/gateway/nodestats"
 )
 
 // statusTopDevices is how many busy devices /v1/status lists.
@@ -33,14 +34,14 @@ func (s *Server) StatusFrame() ([]byte, error) {
 
 // statusOf turns a snapshot into the status document (without the node's
 // addresses and settings).
-func statusOf(s *metrics.Snapshot) apiv1.Status {
+func statusOf(s *nodestats.Snapshot) apiv1.Status {
 	ls := s.Log
 	st := apiv1.Status{
 		Node: s.Node, Version: s.Version, Time: s.Time, UptimeSeconds: int64(s.Time.Sub(s.StartTime).Seconds()), Ready: s.Ready,
 		Log: apiv1.LogStatus{Bytes: ls.Bytes, MaxBytes: ls.MaxBytes, Full: ls.Full, FullPolicy: string(ls.FullPolicy), Devices: ls.Devices,
 			MaxDevices: ls.MaxDevices, Rejected: ls.Rejected, DiskLow: ls.DiskLow, DiskFault: ls.DiskFault},
 		Sources: map[string]apiv1.Source{},
-		Device:  metrics.Health(s.Device),
+		Device:  devicemetrics.Health(s.Device),
 	}
 	for _, p := range ls.Partitions {
 		st.Log.RetentionDropped += p.Dropped
@@ -107,7 +108,7 @@ func statusOf(s *metrics.Snapshot) apiv1.Status {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func nsqStatusOf(n *metrics.NSQStats, listen string) *apiv1.NSQStatus {
+func nsqStatusOf(n *nodestats.NSQStats, listen string) *apiv1.NSQStatus {
 	if n == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package metrics
+package metrics_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"edgeq/discovery/election"
 	"edgeq/gateway/cluster"
 	"edgeq/gateway/groups"
+	"edgeq/gateway/metrics"
 	"edgeq/gateway/metrics/lint"
 )
 
@@ -20,7 +21,8 @@ import (
 func TestClusterExpositionGolden(t *testing.T) {
 	const golden = "testdata/cluster.golden"
 	var b bytes.Buffer
-	renderCluster(&enc{w: &b, line: make([]byte, 0, 256)}, clusterSnapshot(t, 2))
+	s := clusterSnapshot(t, 2)
+	cluster.WriteMetrics(metrics.NewWriter(&b, s.Time), s.Cluster, s.Groups, &s.Dispatch)
 	got := b.Bytes()
 	mustLint(t, got)
 	compareGolden(t, golden, got)

@@ -1,8 +1,9 @@
-package metrics
+package metrics_test
 
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,14 +18,97 @@ import (
 	"edgeq/discovery/election"
 	"edgeq/gateway/apiv1"
 	"edgeq/gateway/cluster"
+	"edgeq/gateway/console"
 	"edgeq/gateway/devicemetrics"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
+	"edgeq/gateway/ingeststats"
+	"edgeq/gateway/jsapi"
+	"edgeq/gateway/metrics"
 	"edgeq/gateway/metrics/lint"
+	"edgeq/gateway/natsserver"
+	"edgeq/gateway/nodestats"
+	"edgeq/gateway/nsqserver"
 	"edgeq/gateway/queue"
 	"edgeq/internal/hist"
 	"edgeq/wal"
 )
+
+// The fixtures are the status snapshot of a node (nodestats), which holds
+// what every component's collector writes from.
+type (
+	Snapshot       = nodestats.Snapshot
+	Source         = nodestats.Source
+	HotStats       = nodestats.HotStats
+	NATSStats      = nodestats.NATSStats
+	NSQStats       = nodestats.NSQStats
+	JetStreamStats = nodestats.JetStreamStats
+	ReasonCount    = nodestats.ReasonCount
+)
+
+// collectors are a node's collectors over a fixed snapshot, in the order of
+// the node's registry (gateway/metrics.go): what a node with these stats
+// serves.
+func collectors(s func() *Snapshot) []metrics.Collector {
+	return []metrics.Collector{
+		metrics.CollectorFunc(func(w *metrics.Writer) {
+			x := s()
+			metrics.NodeInfo{Node: x.Node, Version: x.Version, Start: x.StartTime, Ready: func() bool { return x.Ready }}.Collect(w)
+		}),
+		metrics.CollectorFunc(func(w *metrics.Writer) {
+			x := s()
+			ingeststats.WriteMetrics(w, &ingeststats.Scrape{Sources: x.Sources, LogRejected: x.Log.Rejected,
+				NATSBadDevice: x.NATS.BadDevice, Hot: x.Hot, TopDevices: x.TopDevices})
+		}),
+		metrics.CollectorFunc(func(w *metrics.Writer) { wal.WriteMetrics(w, &s().Log) }),
+		metrics.CollectorFunc(func(w *metrics.Writer) {
+			x := s()
+			groups.WriteMetrics(w, &groups.Scrape{Node: x.Node, Log: &x.Log, Groups: x.Groups, Counters: x.Dispatch, Tail: x.Tail})
+		}),
+		metrics.CollectorFunc(func(w *metrics.Writer) { x := s(); cluster.WriteMetrics(w, x.Cluster, x.Groups, &x.Dispatch) }),
+		metrics.CollectorFunc(func(w *metrics.Writer) { natsserver.WriteMetrics(w, &s().NATS) }),
+		metrics.CollectorFunc(func(w *metrics.Writer) { console.WriteMetrics(w, &s().Console) }),
+		metrics.CollectorFunc(func(w *metrics.Writer) { nsqserver.WriteMetrics(w, s().NSQ) }),
+		metrics.CollectorFunc(func(w *metrics.Writer) { jsapi.WriteMetrics(w, &s().JetStream) }),
+		metrics.CollectorFunc(func(w *metrics.Writer) {
+			x := s()
+			mqtt.WriteMetrics(w, x.MQTT)
+			serial.WriteMetrics(w, x.Serial)
+			modbus.WriteMetrics(w, x.Modbus)
+			uplink.WriteMetrics(w, x.Uplinks)
+		}),
+		metrics.CollectorFunc(func(w *metrics.Writer) { devicemetrics.WriteMetrics(w, s().Device) }),
+	}
+}
+
+// Render writes the families of every collector over s, as Render did
+// before the components wrote their own.
+func Render(w io.Writer, s *Snapshot) {
+	mw := metrics.NewWriter(w, s.Time)
+	for _, c := range collectors(func() *Snapshot { return s }) {
+		c.Collect(mw)
+	}
+}
+
+// RenderDevice writes device samples.
+func RenderDevice(w io.Writer, samples []devicemetrics.Sample) {
+	devicemetrics.WriteMetrics(metrics.NewWriter(w, time.Time{}), samples)
+}
+
+// exposition is a registry over the snapshot of its last Write.
+type exposition struct {
+	reg  *metrics.Registry
+	snap *Snapshot
+}
+
+func NewExposition() *exposition {
+	x := &exposition{}
+	x.reg = metrics.NewRegistry(collectors(func() *Snapshot { return x.snap })...)
+	return x
+}
+
+func (x *exposition) Write(w io.Writer, s *Snapshot) { x.snap = s; x.reg.Write(w, s.Time) }
+func (x *exposition) Observe(d time.Duration)        { x.reg.Observe(d) }
 
 // The fake Raspberry Pi 4 of the devicemetrics tests: its procfs and sysfs
 // fixtures, its process, and a data dir on /dev/mmcblk0p2 of a 32 GB card.
@@ -96,16 +180,17 @@ func richSnapshot(t testing.TB, partitions, ngroups int) *Snapshot {
 		StartTime: time.Unix(1_700_000_000, 0), Time: time.Unix(1_700_003_600, 0),
 		Log: wal.Stats{Devices: 10_000, MaxDevices: 100_000, Bytes: 123_456_789, MaxBytes: 1 << 30,
 			Rejected: map[string]uint64{"bad_device_id": 3, "too_large": 1, "too_many_devices": 0, "full": 7, "closed": 0}},
-		Sources:  []Source{{"http", 10, 1000, 1}, {"mqtt:plant", 500, 40_000, 0}, {"nats", 90_000, 9_000_000, 2}},
+		Sources: []Source{{Name: "http", Msgs: 10, Bytes: 1000, Errors: 1}, {Name: "mqtt:plant", Msgs: 500, Bytes: 40_000},
+			{Name: "nats", Msgs: 90_000, Bytes: 9_000_000, Errors: 2}},
 		Hot:      HotStats{Enabled: true, Tracked: 10_000, Isolated: 1, Moves: 3, MoveErrors: 1},
 		Dispatch: groups.Counters{RefusedDeliveries: 1, BadAcks: 2, StaleAcks: 3},
 		Tail:     groups.TailStats{Subscribers: 2, Delivered: 40, Dropped: 4},
 		NATS: NATSStats{Connections: 12, TotalConnections: 40, Refused: 1, AuthFailures: 2, ProtocolErrors: 3,
 			InMsgs: 90_100, InBytes: 9_001_000, OutMsgs: 180_000, OutBytes: 20_000_000,
 			IngestErrors: 9, BadDevice: 5, BadAcks: 2, SlowConsumers: 1, WriteTimeouts: 2, Stale: 3, ForeignAcks: 1, TLSFailures: 6, GroupsRefused: 7, PermViolations: 8,
-			Closed: []ReasonCount{{"client", 30}, {"slow_consumer", 1}, {"write_timeout", 2}, {"stale", 3}, {"tls_handshake", 6}}},
+			Closed: []ReasonCount{{Reason: "client", N: 30}, {Reason: "slow_consumer", N: 1}, {Reason: "write_timeout", N: 2}, {Reason: "stale", N: 3}, {Reason: "tls_handshake", N: 6}}},
 		NSQ: &NSQStats{Connections: 2, TotalConnections: 5, Published: 100, Delivered: 90, Fin: 80, Req: 5, Touch: 3, RDY: 64, InFlight: 10,
-			Errors: []ReasonCount{{"E_INVALID", 2}}},
+			Errors: []ReasonCount{{Reason: "E_INVALID", N: 2}}},
 		JetStream: JetStreamStats{Enabled: true, APICalls: 40, APIErrors: 2, Consumers: 3, BadPulls: 1, MsgIDs: 500, MaxMsgIDs: 100000, Duplicates: 4},
 		Uplinks: []uplink.Stats{{UplinkStatus: apiv1.UplinkStatus{Name: "cloud", Type: "nats", State: "up", Connected: true, LagRecords: 12, Held: 4, Window: 64,
 			OldestUnsentSeconds: 0.5, Sent: 100, Acked: 96, AckedBytes: 9600, Failed: 2, Retried: 2}, Latency: latencySnapshot(1)}},

@@ -1,4 +1,4 @@
-package metrics
+package metrics_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"edgeq/gateway/metrics"
 	"edgeq/gateway/metrics/lint"
 	"edgeq/internal/hist"
 	"edgeq/wal"
@@ -23,7 +24,7 @@ func TestLogExpositionGolden(t *testing.T) {
 			Counts: []uint64{700, 290, 10}, Sum: 3 * time.Second},
 	}
 	var b bytes.Buffer
-	renderLog(&enc{w: &b}, s)
+	wal.WriteMetrics(metrics.NewWriter(&b, s.Time), &s.Log)
 	got := b.Bytes()
 	mustLint(t, got)
 	for _, help := range []string{"# HELP edgeq_wal_fsyncs_total fsync calls", "# HELP edgeq_wal_commit_round_duration_seconds Wall time"} {

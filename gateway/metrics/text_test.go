@@ -49,8 +49,7 @@ h_count{g="a"} 5
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			e := &enc{w: &b}
-			e.hist("h", tt.s, "g", "a")
+			NewWriter(&b, time.Time{}).Hist("h", tt.s, "g", "a")
 			if b.String() != tt.want {
 				t.Errorf("got\n%s\nwant\n%s", b.String(), tt.want)
 			}
@@ -90,5 +89,17 @@ func TestAppendLabelAndFloat(t *testing.T) {
 		if got := string(appendFloat(nil, tt.v)); got != tt.want {
 			t.Errorf("float %v: got %s, want %s", tt.v, got, tt.want)
 		}
+	}
+}
+
+// TestHelpEscaped: HELP text escapes the backslash and the line feed, as
+// the text format asks.
+func TestHelpEscaped(t *testing.T) {
+	got := string(appendMeta(nil, "x", "a\\b\nc", string(Gauge)))
+	if want := "# HELP x a\\\\b\\nc\n# TYPE x gauge\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := string(appendMeta(nil, "x", "", string(Counter))), "# HELP x\n# TYPE x counter\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -1,20 +1,11 @@
-package metrics
+package devicemetrics
 
-import (
-	"edgeq/gateway/apiv1"
-	"edgeq/gateway/devicemetrics"
-)
+import "edgeq/gateway/apiv1"
 
-// DeviceHealth is the gateway's health for /v1/status and `edgeq status`
-// (the API's document), read from the device samples of the same snapshot.
-type DeviceHealth = apiv1.DeviceHealth
-
-// Temperature is one thermal zone.
-type Temperature = apiv1.Temperature
-
-// Health reads the device health out of device samples.
-func Health(samples []devicemetrics.Sample) DeviceHealth {
-	var h DeviceHealth
+// Health reads the gateway's health for /v1/status out of device samples:
+// a value whose collector failed is absent (null), never 0.
+func Health(samples []Sample) apiv1.DeviceHealth {
+	var h apiv1.DeviceHealth
 	var busy, total float64
 	var cpuSeen bool
 	for _, s := range samples {
@@ -31,11 +22,11 @@ func Health(samples []devicemetrics.Sample) DeviceHealth {
 			n := int(v)
 			h.CPUs = &n
 		case "edgeq_device_load1":
-			h.Load1 = ptr(v)
+			h.Load1 = healthPtr(v)
 		case "edgeq_device_load5":
-			h.Load5 = ptr(v)
+			h.Load5 = healthPtr(v)
 		case "edgeq_device_load15":
-			h.Load15 = ptr(v)
+			h.Load15 = healthPtr(v)
 		case "edgeq_device_memory_total_bytes":
 			h.MemoryTotalBytes = uptr(v)
 		case "edgeq_device_memory_available_bytes":
@@ -53,7 +44,7 @@ func Health(samples []devicemetrics.Sample) DeviceHealth {
 		case "edgeq_device_temperature_celsius":
 			zone, _ := s.Label("zone")
 			typ, _ := s.Label("type")
-			h.Temperatures = append(h.Temperatures, Temperature{Zone: zone, Type: typ, Celsius: v})
+			h.Temperatures = append(h.Temperatures, apiv1.Temperature{Zone: zone, Type: typ, Celsius: v})
 		case "edgeq_collector_success":
 			if v != 1 {
 				c, _ := s.Label("collector")
@@ -62,12 +53,12 @@ func Health(samples []devicemetrics.Sample) DeviceHealth {
 		}
 	}
 	if cpuSeen {
-		h.CPUBusySeconds, h.CPUTotalSeconds = ptr(busy), ptr(total)
+		h.CPUBusySeconds, h.CPUTotalSeconds = healthPtr(busy), healthPtr(total)
 	}
 	return h
 }
 
-func ptr(v float64) *float64 { return &v }
+func healthPtr(v float64) *float64 { return &v }
 
 func uptr(v float64) *uint64 {
 	u := uint64(max(v, 0))

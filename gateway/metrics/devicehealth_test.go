@@ -1,4 +1,4 @@
-package metrics
+package metrics_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"edgeq/gateway/devicemetrics"
 	"edgeq/gateway/metrics/lint"
 )
 
@@ -14,7 +15,7 @@ import (
 // mode but idle and iowait, the temperatures are the readable zones only,
 // and the disk is the data directory's filesystem.
 func TestHealthFromFixtures(t *testing.T) {
-	h := Health(fixtureSamples(t))
+	h := devicemetrics.Health(fixtureSamples(t))
 	busy := 1827.36 + 10.24 + 953.1 + 0 + 33.12 + 0
 	total := busy + 81234.56 + 204.17
 	checks := []struct {
@@ -49,7 +50,7 @@ func TestHealthFromFixtures(t *testing.T) {
 // TestHealthMissingRoots: with nothing readable, every value is absent
 // (null in JSON, never 0) and every collector is listed as failed.
 func TestHealthMissingRoots(t *testing.T) {
-	h := Health(missingRootSamples(t))
+	h := devicemetrics.Health(missingRootSamples(t))
 	want := []string{"cpu", "load", "memory", "uptime", "process", "thermal", "network", "filesystem", "disk"}
 	if !slices.Equal(h.Failed, want) {
 		t.Errorf("failed = %v, want %v", h.Failed, want)
