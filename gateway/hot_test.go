@@ -13,7 +13,6 @@ import (
 
 	"edgeq/gateway/groups"
 	"edgeq/gateway/hot"
-	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
 
@@ -90,8 +89,8 @@ func startHotRig(t *testing.T, dir string, w *hotWorld) *hotRig {
 	hc.Window, hc.Factor, hc.MinRate = time.Second, 10, 50
 	det, _ := hot.New(hc)
 	in := newIngest(l, det, logger)
-	qc := queue.DefaultConfig()
-	qc.Deliver = queue.DeliverAll
+	qc := groups.DefaultCoreConfig()
+	qc.Deliver = groups.DeliverAll
 	qc.ReadAheadMsgs = 64 // a small window: a backlog fills it quickly
 	reg := groups.NewRegistry(groups.Config{Node: "n", TelemetryPrefix: "telemetry", Defaults: qc, GroupTTL: time.Hour, MaxGroups: 4}, l, logger)
 	w.reg.Store(reg)

@@ -19,7 +19,6 @@ import (
 	"edgeq/gateway/config"
 	"edgeq/gateway/groups"
 	"edgeq/gateway/metrics/lint"
-	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
 
@@ -333,7 +332,7 @@ func TestMetricsScrapeBlocksNothing(t *testing.T) {
 func TestMetricsStatusSameSnapshot(t *testing.T) {
 	n := startMetricsNode(t, nil)
 	key := groups.GroupKey{Filter: "telemetry.>", Queue: "same"}
-	if err := n.queues.Declare(groups.GroupConfig{Key: key, Core: queue.DefaultConfig()}); err != nil {
+	if err := n.queues.Declare(groups.GroupConfig{Key: key, Core: groups.DefaultCoreConfig()}); err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, n, "lagging", 20) // no member: all of it is lag

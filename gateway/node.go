@@ -27,7 +27,6 @@ import (
 	"edgeq/gateway/jsapi"
 	"edgeq/gateway/natsserver"
 	"edgeq/gateway/nsqserver"
-	"edgeq/gateway/queue"
 	"edgeq/gateway/tlsconf"
 	"edgeq/internal/secret"
 	"edgeq/wal"
@@ -273,8 +272,8 @@ func NewNode(cfg config.Config, version string, logger *slog.Logger) (*Node, err
 // queueConfig merges a group's settings over the queue defaults. Groups
 // created by a subscribe start at deliver: new; declared groups at all unless
 // they say otherwise.
-func queueConfig(cfg config.Config, g config.Group) queue.Config {
-	qc := queue.DefaultConfig()
+func queueConfig(cfg config.Config, g config.Group) groups.CoreConfig {
+	qc := groups.DefaultCoreConfig()
 	qc.AckWait = cfg.Queue.AckWait
 	qc.MaxDeliver = cfg.Queue.MaxDeliver
 	qc.MaxInFlight = cfg.Queue.MaxInFlight
@@ -283,13 +282,13 @@ func queueConfig(cfg config.Config, g config.Group) queue.Config {
 	qc.DeviceShareMsgs = cfg.Queue.DeviceShareMsgs
 	qc.DeviceShareBytes = int(cfg.Queue.DeviceShareBytes)
 	if g.Queue != "" && g.Deliver != "new" {
-		qc.Deliver = queue.DeliverAll
+		qc.Deliver = groups.DeliverAll
 	}
 	if g.Ordering == "none" {
-		qc.Ordering = queue.OrderNone
+		qc.Ordering = groups.OrderNone
 	}
 	if g.Strategy == "sticky" {
-		qc.Strategy = queue.StrategySticky
+		qc.Strategy = groups.StrategySticky
 	}
 	if g.AckWait > 0 {
 		qc.AckWait = g.AckWait

@@ -14,7 +14,6 @@ import (
 	"edgeq/bridge/uplink"
 	"edgeq/gateway/config"
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 )
 
 // bridgeConfigs are the configs the running bridges and uplinks were made
@@ -96,7 +95,7 @@ func (n *Node) reloadBridges(cfg config.Config) (changed []string, err error) {
 		changed = append(changed, "uplinks["+cur.uplinks[i].Name+"]")
 		r := n.uplinks[i]
 		r.u.Close()
-		n.queues.Leave(r.key, queue.MemberID("uplink:"+r.u.Name()))
+		n.queues.Leave(r.key, groups.MemberID("uplink:"+r.u.Name()))
 	}
 
 	var next bridgeConfigs
@@ -136,7 +135,7 @@ func (n *Node) reloadBridges(cfg config.Config) (changed []string, err error) {
 			return nil, err
 		}
 		n.goBackground(func() { r.u.Run(ctx) })
-		if _, err := n.queues.Join(r.key, queue.MemberID("uplink:"+r.u.Name()), r.u, r.u.Window()); err != nil {
+		if _, err := n.queues.Join(r.key, groups.MemberID("uplink:"+r.u.Name()), r.u, r.u.Window()); err != nil {
 			r.u.Close()
 			return nil, fmt.Errorf("uplink %s: join group: %w", c.Name, err)
 		}

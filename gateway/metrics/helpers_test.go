@@ -29,7 +29,6 @@ import (
 	"edgeq/gateway/natsserver"
 	"edgeq/gateway/nodestats"
 	"edgeq/gateway/nsqserver"
-	"edgeq/gateway/queue"
 	"edgeq/internal/hist"
 	"edgeq/wal"
 )
@@ -209,14 +208,14 @@ func richSnapshot(t testing.TB, partitions, ngroups int) *Snapshot {
 		gs := groups.GroupStats{
 			Key:      groups.GroupKey{Filter: "telemetry.>", Queue: fmt.Sprintf("workers-%02d", g)},
 			Declared: g%2 == 0,
-			Core: queue.Stats{Members: 3, ActiveMembers: 2, InFlight: 7, Pending: 20, ActiveDevices: 9,
+			Core: groups.CoreStats{Members: 3, ActiveMembers: 2, InFlight: 7, Pending: 20, ActiveDevices: 9,
 				Fetched: 5000, Delivered: 4800, Redeliveries: 12, Acked: 4700, Naks: 4, Terms: 1, Timeouts: 6, DeadLetters: 2,
 				StallsAvoided: 3, SetAside: 400},
 			Latency: latencySnapshot(uint64(g + 1)),
 		}
 		for p := range partitions {
 			committed := uint64(1000*(p+1) - 50)
-			gs.Core.Partitions = append(gs.Core.Partitions, queue.PartitionStats{Partition: p, Committed: committed, Next: committed + 31, Span: 30,
+			gs.Core.Partitions = append(gs.Core.Partitions, groups.PartitionStats{Partition: p, Committed: committed, Next: committed + 31, Span: 30,
 				Held: 27, Busiest: 12, SetAside: p})
 		}
 		s.Groups = append(s.Groups, gs)
@@ -308,11 +307,11 @@ func clusterSnapshot(t testing.TB, partitions int) *Snapshot {
 	}
 	for p := range 2 {
 		lead.Partitions[2048+p] = groups.PartitionRef{Node: "gw-a", Partition: p, Durable: uint64(500 + p)}
-		lead.Core.Partitions = append(lead.Core.Partitions, queue.PartitionStats{Partition: 2048 + p, Committed: 490, Next: 495, Span: 5})
+		lead.Core.Partitions = append(lead.Core.Partitions, groups.PartitionStats{Partition: 2048 + p, Committed: 490, Next: 495, Span: 5})
 	}
 	for i := 1; i < 3; i++ {
 		g := &s.Groups[i]
-		g.Core, g.Latency = queue.Stats{}, hist.Snapshot{}
+		g.Core, g.Latency = groups.CoreStats{}, hist.Snapshot{}
 	}
 	s.Groups[1].Members = map[string]int{"gw-a": 1, "gw-c": 1}
 	s.Groups[2].Members = map[string]int{}

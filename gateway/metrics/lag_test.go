@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"edgeq/gateway/groups"
-	"edgeq/gateway/queue"
 	"edgeq/wal"
 )
 
@@ -16,7 +15,7 @@ import (
 func TestGroupLagAtOneMoment(t *testing.T) {
 	s := &Snapshot{Node: "n1", Log: wal.Stats{Partitions: []wal.PartitionStats{{Partition: 0, Durable: 12}, {Partition: 1, Durable: 40}}}}
 	g := &groups.GroupStats{Leading: true,
-		Core:    queue.Stats{Partitions: []queue.PartitionStats{{Partition: 0, Committed: 10}, {Partition: 1, Committed: 35}}},
+		Core:    groups.CoreStats{Partitions: []groups.PartitionStats{{Partition: 0, Committed: 10}, {Partition: 1, Committed: 35}}},
 		Durable: map[int]uint64{0: 10, 1: 37}}
 	for _, c := range []struct {
 		p    int
