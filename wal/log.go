@@ -335,12 +335,8 @@ func (l *Log) enqueue(ctx context.Context, r *appendReq) error {
 		}
 		// The writer is behind: wait outside the lock (nothing was assigned).
 		l.mu.Unlock()
-		t := time.NewTimer(200 * time.Microsecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := queueFullPause(ctx); err != nil {
+			return err
 		}
 	}
 }
@@ -388,13 +384,22 @@ func (l *Log) enqueueBarrier(ctx context.Context, p int, r *appendReq) error {
 		default:
 		}
 		l.mu.Unlock()
-		t := time.NewTimer(200 * time.Microsecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := queueFullPause(ctx); err != nil {
+			return err
 		}
+	}
+}
+
+// queueFullPause waits a moment for a partition writer whose queue is full
+// to take from it, or for ctx to end.
+func queueFullPause(ctx context.Context) error {
+	t := time.NewTimer(200 * time.Microsecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
