@@ -26,9 +26,9 @@ type Set[C any] struct {
 	max    int
 	counts *Counts
 	mu     sync.Mutex
-	conns map[uint64]C // bound: max
-	next  atomic.Uint64
-	wg    sync.WaitGroup
+	conns  map[uint64]C // bound: max
+	next   atomic.Uint64
+	wg     sync.WaitGroup
 
 	lnMu     sync.Mutex
 	ln       net.Listener // set by Accept
